@@ -1,0 +1,76 @@
+"""DNA encodings shared by every kernel and backend.
+
+Reference text is encoded one byte per base into *text codes*::
+
+    A/a -> 0   C/c -> 1   G/g -> 2   T/t -> 3   anything else -> 4 (NEVER)
+
+Code 4 (``NEVER``) stands for N, IUPAC codes, gaps and any other byte: by the
+hit contract (DESIGN.md) such a reference base matches nothing.
+
+Pattern bases are encoded into 4-bit *masks* of the text codes they match::
+
+    A=0b0001  C=0b0010  G=0b0100  T=0b1000  R=A|G ... N=0b1111
+
+A pattern position with mask ``mask`` matches a text code ``c`` exactly when
+``(mask >> c) & 1``; since masks never have bit 4 set, ``NEVER`` matches no
+pattern base, ``N`` in a pattern included.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+NEVER = 4
+"""Text code of every reference byte that is not A, C, G or T."""
+
+_A, _C, _G, _T = 1, 2, 4, 8
+IUPAC_MASKS: dict[str, int] = {
+    "A": _A, "C": _C, "G": _G, "T": _T, "U": _T,
+    "R": _A | _G, "Y": _C | _T, "S": _C | _G, "W": _A | _T,
+    "K": _G | _T, "M": _A | _C,
+    "B": _C | _G | _T, "D": _A | _G | _T, "H": _A | _C | _T, "V": _A | _C | _G,
+    "N": _A | _C | _G | _T,
+}
+"""Pattern letter -> mask of matching text codes (upper case; lower case is the same)."""
+
+_TEXT_CODES = np.full(256, NEVER, dtype=np.uint8)
+for _i, _base in enumerate("ACGT"):
+    _TEXT_CODES[ord(_base)] = _i
+    _TEXT_CODES[ord(_base.lower())] = _i
+
+_PATTERN_MASKS = np.zeros(256, dtype=np.uint8)  # 0 = not an IUPAC letter
+for _letter, _mask in IUPAC_MASKS.items():
+    _PATTERN_MASKS[ord(_letter)] = _mask
+    _PATTERN_MASKS[ord(_letter.lower())] = _mask
+
+# Complement of a mask swaps A<->T and C<->G, i.e. reverses its four bits.
+_COMPLEMENT_MASK = np.array(
+    [((m & 1) << 3) | ((m & 2) << 1) | ((m & 4) >> 1) | ((m & 8) >> 3) for m in range(16)],
+    dtype=np.uint8,
+)
+
+
+def encode_text(sequence: bytes | str | np.ndarray) -> np.ndarray:
+    """Reference bases -> text codes (uint8, one per base)."""
+    if isinstance(sequence, str):
+        sequence = sequence.encode("ascii", errors="replace")
+    raw = np.frombuffer(sequence, dtype=np.uint8) if isinstance(sequence, (bytes, bytearray, memoryview)) else sequence
+    return _TEXT_CODES[raw]
+
+
+def pattern_masks(sequence: str) -> np.ndarray:
+    """Pattern letters -> IUPAC masks (uint8). A byte that is no IUPAC letter gives 0."""
+    return _PATTERN_MASKS[np.frombuffer(sequence.encode("ascii", errors="replace"), dtype=np.uint8)]
+
+
+def invalid_pattern_letters(sequence: str) -> list[str]:
+    """Letters of ``sequence`` that are not IUPAC codes, in order of first appearance."""
+    masks = pattern_masks(sequence)
+    seen: dict[str, None] = {}
+    for position in np.flatnonzero(masks == 0):
+        seen.setdefault(sequence[position], None)
+    return list(seen)
+
+
+def reverse_complement_masks(masks: np.ndarray) -> np.ndarray:
+    """Masks of the reverse complement of a pattern given by its masks."""
+    return _COMPLEMENT_MASK[masks[::-1]]

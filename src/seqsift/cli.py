@@ -1,0 +1,176 @@
+"""The ``seqsift`` command line: ``search`` and ``demo``.
+
+Bad input ends in one line on stderr (``seqsift: error: ...``) and exit status
+2, with no traceback and no partial output file.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from importlib import resources
+
+from . import __version__, kernels
+from .engine import search
+from .engine.job import MODES
+from .errors import InputError
+from .patterns import STRAND_CHOICES
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+_SEQUENCES_ARGUMENT = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*$")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _gpu_list(text: str) -> list[int]:
+    try:
+        return [int(g) for g in text.split(",") if g.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of GPU indices: {text!r}") from None
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Where and how to run: shared by ``search`` and ``demo``."""
+    run = parser.add_argument_group("where to run")
+    run.add_argument("--backend", default="auto", choices=["auto", *kernels.BACKENDS],
+                     help="cuda when a GPU is visible (auto, default), else cpu")
+    run.add_argument("--algorithm", default="auto",
+                     help=f"auto (default) or one of: {', '.join(kernels.ALGORITHMS)}")
+    run.add_argument("--workers", type=_positive_int, help="local CPU worker processes (default: one per core)")
+    run.add_argument("--gpus", type=_gpu_list, help="GPU indices for the local CUDA cluster, e.g. 0,2 (default: all)")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="join a running Dask scheduler, e.g. tcp://node1:8786")
+    run.add_argument("--scheduler-file", metavar="PATH", help="join the Dask cluster described by this file")
+    run.add_argument("--dashboard", action="store_true", help="serve the Dask dashboard on 127.0.0.1:8787")
+    run.add_argument("--chunk-size", type=_positive_int, help="reference bases per task (default: from the genome size)")
+    run.add_argument("--pattern-batch", type=_positive_int, help="patterns per task")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block), like every other seqsift error."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="seqsift", description=(
+        "Find approximate occurrences of many short patterns in whole genomes, "
+        "on GPUs or CPU cores, through Dask."))
+    parser.add_argument("--version", action="version", version=f"seqsift {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = commands.add_parser("search", help="search a FASTA reference for patterns",
+                            description="Search REF for PATTERNS with at most k mismatches or differences.")
+    s.add_argument("reference", metavar="REF", help="FASTA file (plain, BGZF or gzip)")
+    s.add_argument("patterns", metavar="PATTERNS", nargs="?",
+                   help="FASTA, one-per-line or name<TAB>sequence file; or sequences, comma-separated")
+    s.add_argument("-p", "--pattern", action="append", default=[], metavar="SEQ",
+                   help="a pattern on the command line (repeatable)")
+    s.add_argument("-k", type=int, required=True, help="mismatches (hamming) or differences (edit) allowed")
+    s.add_argument("--metric", default="hamming", choices=kernels.METRICS, help="hamming (default) or edit")
+    s.add_argument("--mode", default="best", choices=MODES,
+                   help="best: one row per locus with start (default); ends: every end position")
+    s.add_argument("--strand", default="both", choices=list(STRAND_CHOICES), help="both (default), + or -")
+    s.add_argument("-o", "--output", help="output .tsv, .bed or .parquet (default: TSV on stdout)")
+    s.add_argument("--no-align", action="store_true", help="leave out the aligned text and CIGAR columns")
+    _add_run_options(s)
+
+    d = commands.add_parser("demo", help="search the bundled lambda phage genome for CRISPR guides",
+                            description="Search the bundled lambda phage genome (NC_001416.1) for 40 "
+                                        "20-nt guides drawn from it, k=3, both strands, and time it.")
+    d.add_argument("-k", type=int, default=3, help="mismatches allowed (default 3)")
+    _add_run_options(d)
+    return parser
+
+
+def _patterns_argument(args) -> object:
+    """Patterns from the positional argument and/or ``--pattern``."""
+    from pathlib import Path
+
+    from .pattern_input import patterns_from_cli
+
+    if args.patterns is None and not args.pattern:
+        raise InputError("no patterns: give a PATTERNS file or sequences, or --pattern SEQ")
+    on_command_line = list(args.pattern)
+    if args.patterns is not None:
+        if Path(args.patterns).exists() or not _SEQUENCES_ARGUMENT.match(args.patterns):
+            if on_command_line:
+                raise InputError("give patterns either as a file or on the command line, not both")
+            return args.patterns
+        on_command_line += args.patterns.split(",")
+    return patterns_from_cli(on_command_line)
+
+
+def _run_options(args) -> dict:
+    return dict(backend=args.backend, algorithm=args.algorithm, workers=args.workers, gpus=args.gpus,
+                scheduler=args.scheduler, scheduler_file=args.scheduler_file, dashboard=args.dashboard,
+                chunk_size=args.chunk_size, pattern_batch_size=args.pattern_batch,
+                progress=not args.no_progress)
+
+
+def cmd_search(args) -> int:
+    search(args.reference, _patterns_argument(args), args.k, metric=args.metric, strand=args.strand,
+           mode=args.mode, output=args.output or "-", align=not args.no_align, **_run_options(args))
+    return 0
+
+
+def demo_guides(sequence: str, count: int = 40, length: int = 20) -> list[tuple[str, str]]:
+    """``count`` guides: the 20-mers before an NGG PAM, evenly spaced over the genome."""
+    sites = [m.start() - length for m in re.finditer(r"(?=[ACGT]GG)", sequence) if m.start() >= length]
+    step = max(1, len(sites) // count)
+    return [(f"guide_{i + 1:02d}_at_{s}", sequence[s:s + length]) for i, s in enumerate(sites[::step][:count])]
+
+
+def cmd_demo(args) -> int:
+    import pandas as pd
+
+    reference = resources.files("seqsift") / "data" / "lambda_phage.fa"
+    with resources.as_file(reference) as path:
+        sequence = "".join(line.strip() for line in open(path) if not line.startswith(">"))
+        guides = demo_guides(sequence)
+        began = time.perf_counter()
+        hits = search(str(path), guides, args.k, metric="hamming", **_run_options(args))
+        elapsed = time.perf_counter() - began
+    with pd.option_context("display.max_rows", 30, "display.width", 120):
+        print(hits.to_string(max_rows=30, index=False))
+    per_guide = hits.groupby("pattern").size()
+    print(f"\nlambda phage NC_001416.1 ({len(sequence):,} bp), {len(guides)} guides of 20 nt, "
+          f"k={args.k}, both strands: {len(hits):,} hits "
+          f"({int((per_guide == 1).sum())} guides hit exactly one site) in {elapsed:.2f} s "
+          f"(cluster start-up included)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_request:  # --help, --version, or a one-line usage error
+        return exit_request.code
+    handler = {"search": cmd_search, "demo": cmd_demo}[args.command]
+    try:
+        return handler(args)
+    except InputError as err:
+        print(f"seqsift: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("seqsift: interrupted", file=sys.stderr)
+        return 130
+    except OSError as err:  # disk full, permission lost mid-job, ...
+        print(f"seqsift: error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Getting a Dask client: a local cluster on this machine, or a running one.
+
+This package starts and connects clusters and knows nothing of kernels or
+search jobs (DESIGN.md, "cluster").
+
+* GPUs visible and ``backend="cuda"``: a ``dask_cuda.LocalCUDACluster`` with
+  one worker per GPU (``gpus`` picks which).
+* otherwise a ``distributed.LocalCluster`` of CPU worker processes, one thread
+  each; the cores are shared among the workers' Numba thread pools.
+* ``scheduler`` (an address) or ``scheduler_file``: connect to a running
+  cluster, e.g. ``dask cuda worker`` processes started by SLURM; it is left
+  running afterwards.
+
+Local clusters bind to 127.0.0.1 and run no dashboard unless asked.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+from distributed import Client, LocalCluster
+
+DASHBOARD_ADDRESS = "127.0.0.1:8787"
+
+
+def count_gpus() -> int:
+    """GPUs this process can see (0 when there is no driver or no dask-cuda)."""
+    try:
+        from dask_cuda.utils import get_n_gpus
+
+        return int(get_n_gpus())
+    except Exception:  # no driver, no NVML, no dask-cuda: no usable GPU
+        return 0
+
+
+def cpu_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[int] | None = None,
+            scheduler: str | None = None, scheduler_file: str | None = None,
+            dashboard: bool = False) -> Iterator[Client]:
+    """A client for the job's duration; a local cluster is shut down afterwards."""
+    if scheduler or scheduler_file:
+        client = Client(scheduler_file=scheduler_file) if scheduler_file else Client(scheduler)
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[int] | None = None,
+                  dashboard: bool = False):
+    """Start a local cluster for ``backend`` ("cpu" or "cuda")."""
+    dashboard_address = DASHBOARD_ADDRESS if dashboard else None
+    if backend == "cuda":
+        from dask_cuda import LocalCUDACluster
+
+        visible = ",".join(str(g) for g in gpus) if gpus else None
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, host="127.0.0.1",
+                                dashboard_address=dashboard_address, silence_logs=logging.ERROR)
+    cores = cpu_cores()
+    n_workers = workers or cores
+    threads_per_worker_pool = max(1, cores // n_workers)
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=dashboard_address, silence_logs=logging.ERROR,
+                        env={"NUMBA_NUM_THREADS": str(threads_per_worker_pool)})
+
+
+def worker_count(client: Client) -> int:
+    return max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))

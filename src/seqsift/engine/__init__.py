@@ -1,0 +1,131 @@
+"""The engine: ``search`` checks a job, gets a cluster, runs it, writes the rows.
+
+Flow (DESIGN.md): reference + patterns -> SearchJob -> chunk groups x pattern
+batches as Dask tasks (``run.py``) -> worker task (``task.py``) -> ordered
+merge (``merge.py``) -> writer (``output.py``).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from .. import kernels
+from ..cluster import connect, count_gpus, worker_count
+from ..errors import InputError
+from ..pattern_input import read_patterns, validate_patterns_for_job
+from ..patterns import STRAND_CHOICES, PatternSet
+from ..reference import open_reference
+from .job import MODES, SearchJob
+from .output import FrameCollector, HitWriter, check_output_path
+from .run import run_job
+
+DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
+"""Patterns per task: larger batches amortise each pass over the text."""
+
+CHUNK_LIMITS = {"cpu": (100_000, 4_000_000), "cuda": (1_000_000, 64_000_000)}
+"""Default chunk cores lie in these bounds, aiming at 4 tasks per worker."""
+
+
+def note(message: str) -> None:
+    print(f"seqsift: note: {message}", file=sys.stderr, flush=True)
+
+
+def resolve_backend(backend: str) -> str:
+    """``cpu`` or ``cuda``: ``auto`` is CUDA when a GPU is visible, else CPU with a notice."""
+    if backend not in ("auto", *kernels.BACKENDS):
+        raise InputError(f"unknown backend {backend!r} (choose auto, cpu or cuda)")
+    if backend == "cpu":
+        return "cpu"
+    gpus = count_gpus()
+    if gpus:
+        return "cuda"
+    if backend == "cuda":
+        raise InputError("backend cuda: no GPU is visible (use --backend cpu or auto)")
+    note("no GPU visible; running on CPU workers")
+    return "cpu"
+
+
+def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "both",
+           mode: str = "best", *, output=None, algorithm: str = "auto", backend: str = "auto",
+           align: bool = True, client=None, workers: int | None = None, gpus=None,
+           scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
+           chunk_size: int | None = None, pattern_batch_size: int | None = None,
+           progress: bool = False):
+    """Find every approximate occurrence of ``patterns`` in ``reference``.
+
+    reference  path of a FASTA file (plain, BGZF or plain gzip)
+    patterns   path of a FASTA / one-per-line / TSV file, a list of sequences,
+               a list of (name, sequence) pairs, or a dict name -> sequence
+    k          mismatches (``metric="hamming"``) or differences (``"edit"``)
+    strand     ``both`` (default), ``+`` or ``-``
+    mode       ``best`` (loci with start, and the alignment if ``align``) or
+               ``ends`` (every qualifying end, edit distance's raw output)
+    output     None: return a pandas DataFrame; a path (.tsv, .bed, .parquet):
+               write there atomically and return the number of rows written
+    client     a ``distributed.Client`` to run on; otherwise ``scheduler`` /
+               ``scheduler_file`` to join a cluster, or a local cluster with
+               ``workers`` CPU workers (or one worker per GPU) is started
+
+    Rows are sorted by record (reference order), start (``ends``: end),
+    pattern (input order), strand.
+    """
+    if metric not in kernels.METRICS:
+        raise InputError(f"unknown metric {metric!r} (choose {' or '.join(kernels.METRICS)})")
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r} (choose {' or '.join(MODES)})")
+    if strand not in STRAND_CHOICES:
+        raise InputError(f"unknown strand {strand!r} (choose both, + or -)")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InputError(f"k must be a whole number, not {k!r}")
+    if chunk_size is not None and chunk_size < 1:
+        raise InputError(f"chunk size must be at least 1, not {chunk_size}")
+    if pattern_batch_size is not None and pattern_batch_size < 1:
+        raise InputError(f"pattern batch size must be at least 1, not {pattern_batch_size}")
+    check_output_path(output)
+    ref = open_reference(reference)
+    pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns)
+    source = patterns if isinstance(patterns, (str, os.PathLike)) else "patterns"
+    validate_patterns_for_job(pattern_set, k, ref.lengths, str(source))
+
+    if client is not None:
+        backend = "cpu" if backend == "auto" and not _client_has_gpus(client) else backend
+    backend = resolve_backend(backend)
+    try:
+        chosen = kernels.choose_algorithm(metric, backend, algorithm)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    job = SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
+                    strand=strand, algorithm=chosen, backend=backend, align=align)
+    writer = FrameCollector(job.columns()) if output is None else HitWriter(output, job.columns())
+    try:
+        if client is not None:
+            count = _run(job, client, writer, chunk_size, pattern_batch_size, progress)
+        else:
+            with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler,
+                         scheduler_file=scheduler_file, dashboard=dashboard) as own_client:
+                count = _run(job, own_client, writer, chunk_size, pattern_batch_size, progress)
+    except BaseException:
+        if isinstance(writer, HitWriter):
+            writer.abort()
+        raise
+    if isinstance(writer, HitWriter):
+        writer.close()
+        return count
+    return writer.frame()
+
+
+def _run(job, client, writer, chunk_size, pattern_batch_size, progress) -> int:
+    if chunk_size is None:
+        low, high = CHUNK_LIMITS[job.backend]
+        total = int(job.reference.lengths.sum())
+        chunk_size = min(high, max(low, total // (4 * worker_count(client)) + 1))
+    batch = pattern_batch_size or DEFAULT_PATTERN_BATCH[job.backend]
+    return run_job(job, client, writer, chunk_size=chunk_size, pattern_batch_size=batch, progress=progress)
+
+
+def _client_has_gpus(client) -> bool:
+    """Whether the workers of a given client see a GPU."""
+    return any(client.run(count_gpus).values())
+
+
+__all__ = ["search"]

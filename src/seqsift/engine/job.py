@@ -1,0 +1,61 @@
+"""What one search job is: everything a worker needs to run any of its tasks.
+
+A :class:`SearchJob` is sent to the workers once (``client.scatter``) and a
+task is then just ``(group, pattern_range)``: which chunks of the reference,
+against which slice of the pattern set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..partitioning import halo_for
+from ..patterns import STRAND_CHOICES, PatternSet
+
+MODES = ("best", "ends")
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    reference: object          # seqsift.reference.Reference (paths, names, lengths)
+    patterns: PatternSet
+    metric: str                # "hamming" | "edit"
+    k: int
+    mode: str                  # "best" | "ends"
+    strand: str                # "both" | "+" | "-"
+    algorithm: str             # a name of seqsift.kernels.ALGORITHMS (never "auto" here)
+    backend: str               # "cpu" | "cuda"
+    align: bool                # add the aligned text and CIGAR columns (best mode)
+
+    @property
+    def strands(self) -> tuple[int, ...]:
+        return STRAND_CHOICES[self.strand]
+
+    @cached_property
+    def m_max(self) -> int:
+        return int(self.patterns.lengths.max())
+
+    @cached_property
+    def m_min(self) -> int:
+        return int(self.patterns.lengths.min())
+
+    @property
+    def halo(self) -> int:
+        return halo_for(self.metric, self.m_max, self.k)
+
+    @property
+    def reports_start(self) -> bool:
+        """Rows carry a start (mode best); ``ends`` rows carry only the end."""
+        return self.mode == "best"
+
+    @property
+    def joins_runs(self) -> bool:
+        """Edit-distance ``best`` loci are runs of ends that may cross chunk cores."""
+        return self.mode == "best" and self.metric == "edit"
+
+    def columns(self) -> list[str]:
+        """Output columns in order (DESIGN.md, output rows)."""
+        if not self.reports_start:
+            return ["record", "end", "pattern", "distance", "strand"]
+        extra = ["aligned", "cigar"] if self.align else []
+        return ["record", "start", "end", "pattern", "distance", "strand", *extra]

@@ -1,0 +1,136 @@
+"""The client side of a search: task results in reference order -> sorted rows.
+
+:class:`OrderedMerger` takes each chunk group's rows in group order (the
+engine buffers groups that finish early) and emits rows in output order,
+(record, start, pattern, strand, end) in ``best`` mode or (record, end,
+pattern, strand) in ``ends`` mode, holding back only what a later chunk could
+still precede:
+
+* a later chunk of the same record can only hold hits that end after its
+  core start, so they start at or after ``core_start - halo``; rows before
+  that ``frontier`` are final;
+* edit-distance ``best`` runs that reach the end of a chunk's core stay
+  *open* and are joined with the run that continues at the start of the next
+  core (DESIGN.md: "best runs that touch a chunk boundary are joined in the
+  merge"). The joined locus keeps the piece with the smaller distance, the
+  left one on ties: exactly the locus a single unchunked scan reports.
+
+Memory: the held-back rows are those within one halo of the frontier plus
+rows behind an open run, never the whole result.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from ..partitioning import Chunk, ChunkGroup, adjacent
+from .job import SearchJob
+
+
+class OrderedMerger:
+    def __init__(self, job: SearchJob):
+        self.job = job
+        self.sort_keys = (["record", "start", "pattern", "strand", "end"] if job.reports_start
+                          else ["record", "end", "pattern", "strand"])
+        self.position = "start" if job.reports_start else "end"
+        self.pending: list[pd.DataFrame] = []      # final rows not yet safe to emit
+        self.open_runs: dict[tuple[int, int], pd.Series] = {}  # (pattern, strand) -> piece
+        self.previous_chunk: Chunk | None = None
+
+    def add_group(self, group: ChunkGroup, rows: pd.DataFrame) -> Iterator[pd.DataFrame]:
+        """Take one group's rows (any order); yield the rows that are now final, sorted."""
+        for chunk in group.chunks:
+            chunk_rows = rows[rows["record"].to_numpy() == chunk.record_index] if len(group.chunks) > 1 else rows
+            if self.job.joins_runs:
+                chunk_rows = self._join_runs(chunk, chunk_rows)
+            if len(chunk_rows):
+                self.pending.append(chunk_rows)
+            self.previous_chunk = chunk
+        yield from self._emit(before=self._frontier(group))
+
+    def finish(self) -> Iterator[pd.DataFrame]:
+        """Close every open run and yield every remaining row."""
+        self._close_open_runs()
+        yield from self._emit(before=None)
+
+    # -- best-mode runs across chunk cores -----------------------------------
+
+    def _join_runs(self, chunk: Chunk, pieces: pd.DataFrame) -> pd.DataFrame:
+        """Join ``pieces`` with open runs; return the pieces that are final now."""
+        continues = self.previous_chunk is not None and adjacent(self.previous_chunk, chunk)
+        if not continues:
+            self._close_open_runs()
+        still_open: dict[tuple[int, int], pd.Series] = {}
+        final = []
+        record_length = int(self.job.reference.lengths[chunk.record_index])
+        touching = self._touches(chunk, pieces)
+        if touching.any():
+            for index in np.flatnonzero(touching):
+                piece = pieces.iloc[index]
+                key = (int(piece["pattern"]), int(piece["strand"]))
+                if continues and int(piece["first_end"]) == chunk.core_start + 1 and key in self.open_runs:
+                    piece = _join(self.open_runs.pop(key), piece)
+                if int(piece["last_end"]) == chunk.owned_end and chunk.owned_end < record_length:
+                    still_open[key] = piece
+                else:
+                    final.append(piece)
+        self._close_open_runs()  # runs the chunk did not continue have ended
+        self.open_runs = still_open
+        untouched = pieces[~touching]
+        if final:
+            untouched = pd.concat([untouched, pd.DataFrame(final)], ignore_index=True)
+        return untouched
+
+    @staticmethod
+    def _touches(chunk: Chunk, pieces: pd.DataFrame) -> np.ndarray:
+        """Pieces whose run reaches the first or the last end of the chunk's core."""
+        return ((pieces["first_end"].to_numpy() == chunk.core_start + 1)
+                | (pieces["last_end"].to_numpy() == chunk.owned_end))
+
+    def _close_open_runs(self) -> None:
+        if self.open_runs:
+            self.pending.append(pd.DataFrame(list(self.open_runs.values())))
+            self.open_runs = {}
+
+    # -- ordered output -----------------------------------------------------------
+
+    def _frontier(self, group: ChunkGroup) -> tuple[int, int] | None:
+        """(record, position) before which no later row can fall."""
+        last = group.chunks[-1]
+        if last.owned_end >= int(self.job.reference.lengths[last.record_index]):
+            return (last.record_index + 1, -1)   # the record is complete
+        # The next chunk continues this record at core_start = last.owned_end.
+        if self.job.reports_start:
+            position = last.owned_end - self.job.halo
+        else:
+            position = last.owned_end + 1
+        for piece in self.open_runs.values():
+            position = min(position, int(piece[self.position]))
+        return (last.record_index, position)
+
+    def _emit(self, before: tuple[int, int] | None) -> Iterator[pd.DataFrame]:
+        if not self.pending:
+            return
+        rows = pd.concat(self.pending, ignore_index=True) if len(self.pending) > 1 else self.pending[0]
+        if before is not None:
+            record, position = before
+            records = rows["record"].to_numpy()
+            safe = (records < record) | ((records == record) & (rows[self.position].to_numpy() < position))
+            held = rows[~safe]
+            rows = rows[safe]
+            self.pending = [held] if len(held) else []
+        else:
+            self.pending = []
+        if len(rows):
+            yield rows.sort_values(self.sort_keys, kind="stable", ignore_index=True)
+
+
+def _join(left: pd.Series, right: pd.Series) -> pd.Series:
+    """One run from two adjacent pieces: the better locus, the left one on ties."""
+    best = left if int(left["distance"]) <= int(right["distance"]) else right
+    joined = best.copy()
+    joined["first_end"] = left["first_end"]
+    joined["last_end"] = right["last_end"]
+    return joined

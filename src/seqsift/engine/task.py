@@ -1,0 +1,94 @@
+"""The worker side of a search: one task = one chunk group x one pattern range.
+
+``run_task`` reads each chunk's window from the reference, encodes it, calls
+the job's kernel through :func:`seqsift.kernels.find_ends` (the engine knows
+no kernel's inside), and turns the kernel's ends into hit rows:
+
+* Hamming: one row per hit, start = end - m.
+* edit, ``ends``: one row per qualifying end.
+* edit, ``best``: each maximal run of consecutive qualifying ends of one
+  row (pattern x strand) becomes one locus at its smallest distance
+  (leftmost on ties). The run's first and last ends travel with it, so the
+  client can join runs that continue into the next chunk (``merge.py``).
+
+Rows use indices (record, pattern) and absolute int64 coordinates; names are
+attached by the writer.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import kernels
+from ..alphabet import encode_text
+from ..partitioning import ChunkGroup
+from .job import SearchJob
+
+
+def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.DataFrame:
+    """Hit rows of ``pattern_range`` in the chunks of ``group`` (sorted later)."""
+    batch = job.patterns.oriented(pattern_range, job.strands)
+    frames = []
+    for chunk in group.chunks:
+        raw = job.reference.read(chunk.record_index, chunk.read_start, chunk.owned_end)
+        text = encode_text(raw)
+        hits = kernels.find_ends(job.algorithm, job.backend, text, batch, job.k,
+                                 chunk.owned_lo, chunk.owned_hi)
+        if len(hits) == 0:
+            continue
+        frames.append(_rows_for_chunk(job, batch, chunk, raw, text, hits.sorted()))
+    if not frames:
+        return empty_rows(job)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _rows_for_chunk(job, batch, chunk, raw: bytes, text: np.ndarray, hits) -> pd.DataFrame:
+    row, end, distance = hits.row, hits.end, hits.distance
+    columns: dict[str, np.ndarray] = {}
+    if job.joins_runs:
+        row, end, distance, first_end, last_end = _best_of_runs(row, end, distance)
+        columns["first_end"] = first_end + chunk.read_start
+        columns["last_end"] = last_end + chunk.read_start
+    if job.reports_start:
+        start, cigars = kernels.locate(job.metric, text, batch, row, end, distance)
+        columns["start"] = start + chunk.read_start
+        if job.align:
+            columns["aligned"] = np.array(
+                [raw[s:e].decode("ascii", errors="replace") for s, e in zip(start, end)], dtype=object)
+            columns["cigar"] = np.array(cigars, dtype=object)
+    columns["end"] = end + chunk.read_start
+    columns["record"] = np.full(len(row), chunk.record_index, dtype=np.int32)
+    columns["pattern"] = batch.pattern_index[row]
+    columns["strand"] = batch.strand[row]
+    columns["distance"] = distance.astype(np.int16)
+    return pd.DataFrame(columns)
+
+
+def _best_of_runs(row, end, distance):
+    """Group (row, end)-sorted ends into runs of consecutive ends of one row.
+
+    Returns per run: row, the best end (smallest distance, leftmost on
+    ties), its distance, and the run's first and last ends.
+    """
+    breaks = np.flatnonzero((np.diff(row) != 0) | (np.diff(end) != 1)) + 1
+    run_starts = np.concatenate(([0], breaks))
+    run_stops = np.concatenate((breaks, [len(row)]))
+    # Leftmost minimum within each run: sort each run's members by (distance, end).
+    run_id = np.repeat(np.arange(len(run_starts)), run_stops - run_starts)
+    order = np.lexsort((end, distance, run_id))
+    best = order[np.searchsorted(run_id[order], np.arange(len(run_starts)))]
+    return row[best], end[best], distance[best], end[run_starts], end[run_stops - 1]
+
+
+def empty_rows(job: SearchJob) -> pd.DataFrame:
+    dtypes = {"record": np.int32, "start": np.int64, "end": np.int64, "pattern": np.int32,
+              "strand": np.int8, "distance": np.int16, "aligned": object, "cigar": object,
+              "first_end": np.int64, "last_end": np.int64}
+    names = ["record", "end", "pattern", "strand", "distance"]
+    if job.reports_start:
+        names.append("start")
+        if job.align:
+            names += ["aligned", "cigar"]
+    if job.joins_runs:
+        names += ["first_end", "last_end"]
+    return pd.DataFrame({n: np.empty(0, dtype=dtypes[n]) for n in names})

@@ -1,0 +1,150 @@
+"""Kernels: one call shape for every algorithm on every backend.
+
+Every search kernel is a function
+
+    kernel(text, batch, k, owned_lo, owned_hi) -> EndHits
+
+text      uint8 text codes of one chunk's read window (seqsift.alphabet)
+batch     seqsift.patterns.PatternBatch: the oriented patterns (rows)
+k         mismatches (Hamming) or differences (edit distance) allowed
+owned_lo, owned_hi
+          the chunk's core, relative to text[0]: report an end e (exclusive)
+          only when its last character e - 1 lies in [owned_lo, owned_hi)
+
+and returns every (row, end, distance) with distance <= k, in any order:
+for Hamming the distance of P to text[e - m:e]; for edit distance
+d(e) = min over s of ED(P, text[s:e]) (DESIGN.md, "What a hit is").
+
+Kernels live one family per module: ``hamming.py`` / ``edit.py`` hold the
+launchers, ``*_cpu.py`` the Numba code, ``*.cu`` the CUDA code. The engine
+only calls :func:`find_ends` and :func:`locate`, by algorithm name.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+METRICS = ("hamming", "edit")
+BACKENDS = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class EndHits:
+    """Kernel output: parallel arrays, one entry per qualifying end."""
+
+    row: np.ndarray       # int32, row of the PatternBatch
+    end: np.ndarray       # int64, exclusive end relative to text[0]
+    distance: np.ndarray  # int16
+
+    @classmethod
+    def empty(cls) -> "EndHits":
+        return cls(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int16))
+
+    def __len__(self) -> int:
+        return int(self.row.shape[0])
+
+    def sorted(self) -> "EndHits":
+        """The same hits ordered by (row, end)."""
+        order = np.lexsort((self.end, self.row))
+        return EndHits(self.row[order], self.end[order], self.distance[order])
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    metric: str
+    backends: dict[str, str]  # backend -> "module:function" under seqsift.kernels
+    summary: str
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a
+    for a in (
+        Algorithm(
+            "hamming-pigeonhole", "hamming",
+            {"cpu": "hamming:pigeonhole_cpu"},
+            "k-mismatch search for many patterns: exact seeds of k+1 pattern pieces, then verification",
+        ),
+        Algorithm(
+            "hamming-scan", "hamming",
+            {"cpu": "hamming:scan_cpu"},
+            "k-mismatch search comparing every pattern at every text position (early exit past k)",
+        ),
+        # Liu et al. 2012 (papers/liu2012-k-mismatch-cuda.txt) and seqsift's packed kernel.
+        # Their CPU path is the plain scan: the same hits, computed the same way.
+        Algorithm(
+            "hamming-thread", "hamming",
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming_cuda:thread"},
+            "one GPU thread per text position (Liu et al., Algorithms 1-2)",
+        ),
+        Algorithm(
+            "hamming-block", "hamming",
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming_cuda:block"},
+            "one GPU block per text position, shared-memory reduction (Liu et al., Algorithms 3-4)",
+        ),
+        Algorithm(
+            "hamming-tiled", "hamming",
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming_cuda:tiled"},
+            "pattern and text tile in shared memory (Liu et al., OPT-block-thread, Algorithms 5-6)",
+        ),
+        Algorithm(
+            "hamming-packed", "hamming",
+            {"cpu": "hamming:pigeonhole_cpu", "cuda": "hamming_cuda:packed"},
+            "many patterns per launch over 2-bit packed text, popcount of XOR masks",
+        ),
+        Algorithm(
+            "edit-myers", "edit",
+            {"cpu": "edit:myers_cpu"},
+            "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
+        ),
+    )
+}
+
+DEFAULT_ALGORITHM = {
+    ("hamming", "cpu"): "hamming-pigeonhole",
+    ("edit", "cpu"): "edit-myers",
+    ("hamming", "cuda"): "hamming-packed",
+}
+
+
+def choose_algorithm(metric: str, backend: str, algorithm: str = "auto") -> str:
+    """The algorithm name to run: ``algorithm`` checked, or the default for ``auto``."""
+    if algorithm == "auto":
+        return DEFAULT_ALGORITHM[(metric, backend)]
+    known = ALGORITHMS.get(algorithm)
+    if known is None:
+        raise ValueError(f"unknown algorithm {algorithm!r} (known: auto, {', '.join(ALGORITHMS)})")
+    if known.metric != metric:
+        raise ValueError(f"algorithm {algorithm!r} is for --metric {known.metric}, not {metric}")
+    if backend not in known.backends:
+        raise ValueError(f"algorithm {algorithm!r} has no {backend} backend "
+                         f"(it has: {', '.join(known.backends)})")
+    return algorithm
+
+
+def _resolve(path: str):
+    module_name, function_name = path.split(":")
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return getattr(module, function_name)
+
+
+def find_ends(algorithm: str, backend: str, text: np.ndarray, batch, k: int,
+              owned_lo: int, owned_hi: int) -> EndHits:
+    """Run ``algorithm`` on ``backend`` with the common call shape (module docstring)."""
+    kernel = _resolve(ALGORITHMS[algorithm].backends[backend])
+    return kernel(text, batch, k, owned_lo, owned_hi)
+
+
+def locate(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
+           distance: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Start and extended CIGAR (=, X, I, D) of each given end, on the host.
+
+    For Hamming the start is end - m. For edit distance it is the smallest s
+    with ED(P, text[s:end]) == distance (DESIGN.md), and the CIGAR is an
+    optimal alignment of P to text[s:end].
+    """
+    from . import align_cpu
+
+    return align_cpu.locate(metric, text, batch.masks, batch.lengths, row, end, distance)

@@ -1,0 +1,50 @@
+"""Shared fixtures: the real-data folder, a Dask LocalCluster, GPU skipping."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def data_dir() -> Path | None:
+    """``$SEQSIFT_TEST_DATA`` (the project's ``../shared/data``), if it exists."""
+    folder = os.environ.get("SEQSIFT_TEST_DATA")
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    folder = data_dir()
+    if folder is None:
+        pytest.skip("real sequence data not found: set SEQSIFT_TEST_DATA to the shared/data folder")
+    return folder
+
+
+def _gpu_available() -> bool:
+    try:
+        from seqsift.kernels.cuda import gpu_available
+    except ImportError:
+        return False
+    return gpu_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if any("gpu" in item.keywords for item in items) and not _gpu_available():
+        skip = pytest.mark.skip(reason="no CUDA GPU visible")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def client():
+    """One real CPU LocalCluster (2 worker processes) for the engine tests."""
+    from distributed import Client
+
+    from seqsift.cluster import local_cluster
+
+    cluster = local_cluster("cpu", workers=2)
+    with Client(cluster) as c:
+        yield c
+    cluster.close()
