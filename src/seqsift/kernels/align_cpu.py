@@ -1,0 +1,239 @@
+"""Start positions and alignments (CIGAR) of hits, on the CPU.
+
+The search kernels report ends only. :func:`locate` turns (row, end,
+distance) into the hit's start and an extended CIGAR:
+
+* ``=`` pattern and text characters match, ``X`` they do not,
+* ``I`` a pattern character with no text character ("insertion" in the
+  pattern, as in SAM with the pattern as the query),
+* ``D`` a text character with no pattern character.
+
+Hamming: start = end - m and the CIGAR is made of ``=`` and ``X`` only.
+
+Edit distance: the start is the *smallest* s with ED(P, text[s:end]) equal
+to the given distance (which must be d(end), the best over all s), and the
+CIGAR is an optimal alignment of P against text[s:end]. It is found with one
+banded dynamic programming matrix per hit, over the *reversed* strings::
+
+    R[i][j] = ED(P[m-i:], text[end-j:end])    (last i pattern characters
+                                              against last j text characters)
+
+Row m of R gives ED(P, text[end-j:end]) for every candidate start
+s = end - j at once, so the smallest s is the largest j with
+R[m][j] == distance. Cells with |i - j| > distance cost more than distance
+and are never needed, so only the band |i - j| <= distance is stored:
+(m + 1) x (2 * distance + 1) cells. Tracing back from (m, j) to (0, 0)
+walks the pattern from its first character to its last, so the operations
+come out in forward order. Ties are broken the same way every time:
+diagonal (= or X) first, then I, then D.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
+OP_LETTERS = np.frombuffer(b"=XID", dtype=np.uint8)
+INFINITE = np.int32(1 << 30)
+
+# Status codes of the Numba kernels (0 = fine).
+BAD_WINDOW = 1       # the hit's window is not inside the text
+BAD_DISTANCE = 2     # no start reaches the given distance
+
+
+@njit(cache=True, inline="always")
+def _matches(mask, code):
+    return ((mask >> code) & 1) == 1
+
+
+@njit(parallel=True, cache=True)
+def hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status):
+    """One '=' / 'X' operation per pattern position of each hit."""
+    n = text.shape[0]
+    for h in prange(rows.shape[0]):
+        row = rows[h]
+        m = np.int64(lengths[row])
+        s = ends[h] - m
+        starts[h] = s
+        if s < 0 or ends[h] > n:
+            status[h] = BAD_WINDOW
+            continue
+        base = op_offsets[h]
+        for j in range(m):
+            ops[base + j] = OP_MATCH if _matches(masks[row, j], text[s + j]) else OP_MISMATCH
+
+
+@njit(cache=True)
+def _edit_locate_one(text, masks, row, m, end, d, ops, base):
+    """Smallest start and forward alignment ops of one edit hit.
+
+    Returns (start, number of ops, status). The band of R is stored as
+    band[i, j - i + d] (see the module docstring); INFINITE outside.
+    """
+    width = 2 * d + 1
+    j_max = min(end, m + d)  # text characters available before the end, at most m + d useful
+    band = np.full((m + 1, width), INFINITE, np.int32)
+    # Row 0: the empty pattern suffix against j text characters costs j (all D).
+    for j in range(0, min(j_max, d) + 1):
+        band[0, j + d] = j
+    for i in range(1, m + 1):
+        mask = masks[row, m - i]  # R row i adds pattern character P[m - i] at the front
+        for j in range(max(0, i - d), min(j_max, i + d) + 1):
+            x = j - i + d
+            best = INFINITE
+            if j == 0:
+                best = i  # all I
+            else:
+                # diagonal: P[m-i] against text[end-j]
+                diagonal = band[i - 1, x]  # (i-1, j-1) has the same j - i
+                if diagonal < INFINITE:
+                    best = diagonal + (0 if _matches(mask, text[end - j]) else 1)
+                if x > 0 and band[i, x - 1] + 1 < best:  # (i, j-1): a D
+                    best = band[i, x - 1] + 1
+            if x + 1 < width and band[i - 1, x + 1] + 1 < best:  # (i-1, j): an I
+                best = band[i - 1, x + 1] + 1
+            band[i, x] = best
+    # The smallest start is the largest j with R[m][j] == d.
+    j_best = -1
+    for j in range(min(j_max, m + d), max(0, m - d) - 1, -1):
+        if band[m, j - m + d] == d:
+            j_best = j
+            break
+    if j_best < 0:
+        return np.int64(-1), np.int64(0), BAD_DISTANCE
+    # Traceback from (m, j_best) to (0, 0), emitting ops in forward order.
+    i = m
+    j = j_best
+    count = 0
+    while i > 0 or j > 0:
+        x = j - i + d
+        value = band[i, x]
+        if i > 0 and j > 0:
+            same = _matches(masks[row, m - i], text[end - j])
+            if band[i - 1, x] + (0 if same else 1) == value:
+                ops[base + count] = OP_MATCH if same else OP_MISMATCH
+                count += 1
+                i -= 1
+                j -= 1
+                continue
+        if i > 0 and x + 1 < width and band[i - 1, x + 1] + 1 == value:
+            ops[base + count] = OP_INSERTION
+            count += 1
+            i -= 1
+            continue
+        ops[base + count] = OP_DELETION
+        count += 1
+        j -= 1
+    return end - j_best, np.int64(count), 0
+
+
+@njit(parallel=True, cache=True)
+def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status):
+    """Starts and alignment ops of edit hits, in parallel over hits.
+
+    Hit h may write at most lengths[row] + distance ops from op_offsets[h]
+    (an alignment of cost d has at most d D operations besides the m
+    pattern characters).
+    """
+    n = text.shape[0]
+    for h in prange(rows.shape[0]):
+        row = rows[h]
+        if ends[h] > n or ends[h] < 0 or distances[h] < 0:
+            status[h] = BAD_WINDOW
+            continue
+        start, count, bad = _edit_locate_one(text, masks, row, np.int64(lengths[row]),
+                                             np.int64(ends[h]), np.int64(distances[h]),
+                                             ops, op_offsets[h])
+        starts[h] = start
+        op_counts[h] = count
+        status[h] = bad
+
+
+@njit(cache=True)
+def cigar_bytes(ops, op_offsets, op_counts, char_offsets, out):
+    """Run-length encode each hit's ops into CIGAR text (ASCII) at char_offsets[h];
+    returns the number of characters written per hit.
+
+    A run of length L takes (digits of L) + 1 <= 2 L characters, so 2 x the
+    op count is always enough room.
+    """
+    hits = op_offsets.shape[0]
+    written = np.zeros(hits, np.int64)
+    digits = np.empty(20, np.uint8)
+    for h in range(hits):
+        pos = char_offsets[h]
+        a = op_offsets[h]
+        b = a + op_counts[h]
+        q = a
+        while q < b:
+            op = ops[q]
+            r = q
+            while r < b and ops[r] == op:
+                r += 1
+            run = r - q
+            nd = 0
+            while run > 0:
+                digits[nd] = 48 + run % 10
+                run //= 10
+                nd += 1
+            for x in range(nd - 1, -1, -1):
+                out[pos] = digits[x]
+                pos += 1
+            out[pos] = OP_LETTERS[op]
+            pos += 1
+            q = r
+        written[h] = pos - char_offsets[h]
+    return written
+
+
+def _cigars(ops, op_offsets, op_counts) -> list[str]:
+    """CIGAR strings from the ops; hit h gets 2 characters of room per op slot."""
+    char_offsets = 2 * op_offsets
+    out = np.empty(int(2 * (op_offsets[-1] + op_counts[-1])) + 1, np.uint8)
+    written = cigar_bytes(ops, op_offsets, op_counts, char_offsets, out)
+    text = out.tobytes().decode("ascii", errors="replace")
+    return [text[a:a + w] for a, w in zip(char_offsets.tolist(), written.tolist())]
+
+
+def locate(metric: str, text, masks, lengths, row, end, distance) -> tuple[np.ndarray, list[str]]:
+    """Start (int64) and extended CIGAR of every hit (row[h], end[h], distance[h]).
+
+    metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
+    start = the smallest s with ED(P, text[s:end]) == distance[h], which must
+    be d(end) as reported by the search kernel. Raises ValueError when a hit
+    does not fit in ``text`` or (edit) no start reaches the given distance.
+    """
+    text = np.ascontiguousarray(text, dtype=np.uint8)
+    masks = np.ascontiguousarray(masks, dtype=np.uint8)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int32)
+    rows = np.ascontiguousarray(row, dtype=np.int64)
+    ends = np.ascontiguousarray(end, dtype=np.int64)
+    distances = np.ascontiguousarray(distance, dtype=np.int64)
+    hits = rows.shape[0]
+    if hits == 0:
+        return np.empty(0, np.int64), []
+    m = lengths[rows].astype(np.int64)
+    starts = np.empty(hits, np.int64)
+    status = np.zeros(hits, np.int8)
+    if metric == "hamming":
+        op_counts = m
+        op_offsets = np.cumsum(op_counts) - op_counts
+        ops = np.empty(int(op_counts.sum()), np.uint8)
+        hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status)
+    elif metric == "edit":
+        room = m + np.maximum(distances, 0)
+        op_offsets = np.cumsum(room) - room
+        ops = np.empty(int(room.sum()), np.uint8)
+        op_counts = np.zeros(hits, np.int64)
+        edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts,
+                 starts, status)
+    else:
+        raise ValueError(f"unknown metric {metric!r} (known: hamming, edit)")
+    bad = np.flatnonzero(status)
+    if bad.size:
+        h = int(bad[0])
+        why = ("its window is not inside the text" if status[h] == BAD_WINDOW
+               else "no start reaches that distance (is it d(end)?)")
+        raise ValueError(f"cannot locate hit (row {rows[h]}, end {ends[h]}, distance "
+                         f"{distances[h]}): {why}; {bad.size} such hit(s)")
+    return starts, _cigars(ops, op_offsets, op_counts)

@@ -1,0 +1,192 @@
+"""Naive NumPy references ("oracles") for the search kernels and for locate.
+
+These are written to be obviously correct, not fast: tests compare every
+kernel against them. They follow the same call shape as the kernels::
+
+    hamming_ends(text, batch, k, owned_lo, owned_hi) -> EndHits
+    edit_ends(text, batch, k, owned_lo, owned_hi)    -> EndHits
+
+and the definitions of DESIGN.md ("What a hit is"):
+
+* Hamming: a hit at start s when s + m <= len(text) and the row differs from
+  text[s:s+m] in at most k positions; its end is e = s + m.
+* Edit: d(e) = min over s of ED(P, text[s:e]); every e with d(e) <= k.
+
+An end e is reported only when its last character e - 1 lies in
+[owned_lo, owned_hi).
+
+For locate there are :func:`edit_distance`, :func:`smallest_start` (brute
+force over every start) and :func:`cigar_errors` (checks a CIGAR and counts
+its edits).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from . import EndHits
+
+# MATCH[mask, code]: does a pattern position with IUPAC mask `mask` match text code `code`?
+# Code 4 (NEVER) matches nothing; a mask of 0 (not an IUPAC letter) matches nothing.
+MATCH = np.array([[((mask >> code) & 1) == 1 if code < 4 else False for code in range(5)]
+                  for mask in range(256)], dtype=bool)
+
+
+def _owned(ends: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Ends whose last character e - 1 is a character of the text inside [lo, hi)."""
+    return (ends - 1 >= max(lo, 0)) & (ends - 1 < hi)
+
+
+def _collect(rows, ends, dists) -> EndHits:
+    if not rows:
+        return EndHits.empty()
+    return EndHits(np.concatenate(rows).astype(np.int32),
+                   np.concatenate(ends).astype(np.int64),
+                   np.concatenate(dists).astype(np.int16))
+
+
+def hamming_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    """Every (row, end, mismatches) with at most k mismatches, by m vectorized passes per row."""
+    text = np.asarray(text, dtype=np.uint8)
+    n = text.shape[0]
+    rows, ends, dists = [], [], []
+    for r in range(batch.rows):
+        m = int(batch.lengths[r])
+        if m > n or k < 0:
+            continue
+        windows = n - m + 1  # starts 0 .. n - m
+        mismatches = np.zeros(windows, dtype=np.int64)
+        for j in range(m):
+            mismatches += ~MATCH[batch.masks[r, j], text[j:j + windows]]
+        starts = np.flatnonzero(mismatches <= k)
+        e = starts + m
+        keep = _owned(e, owned_lo, owned_hi)
+        rows.append(np.full(int(keep.sum()), r))
+        ends.append(e[keep])
+        dists.append(mismatches[starts[keep]])
+    return _collect(rows, ends, dists)
+
+
+def edit_distances_to_ends(text, masks_row) -> np.ndarray:
+    """d(e) = min over s of ED(P, text[s:e]) for every e in 0..len(text).
+
+    Dynamic programming one pattern row at a time (Sellers 1980), each row
+    vectorized along the text. With D[i][e] the best cost of aligning P[:i]
+    ending at text position e:
+
+        D[0][e] = 0                      (free start in the text)
+        D[i][0] = i
+        D[i][e] = min(D[i-1][e-1] + (P[i-1] != T[e-1]),  D[i-1][e] + 1,  D[i][e-1] + 1)
+
+    The last term is a dependency along the row; with
+    tmp[e] = min of the first two terms, it unrolls to
+    D[i][e] = min over e' <= e of tmp[e'] + (e - e'), i.e. a cumulative
+    minimum of tmp[e'] - e' plus e.
+    """
+    text = np.asarray(text, dtype=np.uint8)
+    n = text.shape[0]
+    position = np.arange(n + 1, dtype=np.int64)
+    previous = np.zeros(n + 1, dtype=np.int64)  # row 0
+    for i, mask in enumerate(masks_row, start=1):
+        mismatch = ~MATCH[mask, text]
+        tmp = np.empty(n + 1, dtype=np.int64)
+        tmp[0] = i
+        tmp[1:] = np.minimum(previous[:-1] + mismatch, previous[1:] + 1)
+        previous = np.minimum.accumulate(tmp - position) + position
+    return previous
+
+
+def edit_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    """Every (row, end, d(end)) with d(end) <= k, from the full dynamic programming matrix."""
+    text = np.asarray(text, dtype=np.uint8)
+    rows, ends, dists = [], [], []
+    hi = min(int(owned_hi), text.shape[0])
+    if k < 0 or hi <= owned_lo:
+        return EndHits.empty()
+    for r in range(batch.rows):
+        m = int(batch.lengths[r])
+        d = edit_distances_to_ends(text[:hi], batch.masks[r, :m])
+        e = np.flatnonzero(d <= k)
+        e = e[_owned(e, owned_lo, owned_hi)]
+        rows.append(np.full(e.size, r))
+        ends.append(e)
+        dists.append(d[e])
+    return _collect(rows, ends, dists)
+
+
+# ---------------------------------------------------------------------------
+# For locate
+# ---------------------------------------------------------------------------
+
+def edit_distance(masks_row, segment) -> int:
+    """Global edit distance between a pattern (masks) and a text segment (codes).
+
+    Same row-by-row dynamic programming as :func:`edit_distances_to_ends`,
+    but with row 0 = 0, 1, 2, ... (the segment's start is fixed).
+    """
+    segment = np.asarray(segment, dtype=np.uint8)
+    L = segment.shape[0]
+    position = np.arange(L + 1, dtype=np.int64)
+    previous = position.copy()
+    for i, mask in enumerate(masks_row, start=1):
+        mismatch = ~MATCH[mask, segment]
+        tmp = np.empty(L + 1, dtype=np.int64)
+        tmp[0] = i
+        tmp[1:] = np.minimum(previous[:-1] + mismatch, previous[1:] + 1)
+        previous = np.minimum.accumulate(tmp - position) + position
+    return int(previous[L])
+
+
+def smallest_start(masks_row, text, end: int, distance: int) -> int | None:
+    """The smallest s with ED(P, text[s:end]) == distance, by trying the starts in order.
+
+    Starts below end - m - distance are skipped: ED(P, text[s:end]) is at
+    least the length difference end - s - m, which is then > distance.
+    Returns None when no start reaches the distance.
+    """
+    first = max(0, end - len(masks_row) - distance)
+    for s in range(first, end + 1):
+        if edit_distance(masks_row, text[s:end]) == distance:
+            return s
+    return None
+
+
+_CIGAR_RUN = re.compile(r"(\d+)([=XID])")
+
+
+def cigar_errors(cigar: str, masks_row, segment) -> int:
+    """Check that ``cigar`` aligns the whole pattern to the whole segment, and count its edits.
+
+    '=' must pair matching characters, 'X' mismatching ones, 'I' consumes a
+    pattern character only, 'D' a text character only. Raises ValueError on
+    any inconsistency; returns the number of X + I + D operations.
+    """
+    runs = _CIGAR_RUN.findall(cigar)
+    if "".join(a + b for a, b in runs) != cigar:
+        raise ValueError(f"malformed CIGAR {cigar!r}")
+    i = j = errors = 0
+    for count, op in runs:
+        count = int(count)
+        if count <= 0:
+            raise ValueError(f"empty run in {cigar!r}")
+        for _ in range(count):
+            if op in "=X":
+                if i >= len(masks_row) or j >= len(segment):
+                    raise ValueError(f"{cigar!r} runs past the pattern or the segment")
+                same = bool(MATCH[masks_row[i], segment[j]])
+                if same != (op == "="):
+                    raise ValueError(f"{cigar!r}: {op} at pattern {i}, text {j} is wrong")
+                errors += op == "X"
+                i += 1
+                j += 1
+            elif op == "I":
+                i += 1
+                errors += 1
+            else:
+                j += 1
+                errors += 1
+    if i != len(masks_row) or j != len(segment):
+        raise ValueError(f"{cigar!r} covers {i} pattern / {j} text characters, "
+                         f"not {len(masks_row)} / {len(segment)}")
+    return errors
