@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strand", default="both", choices=list(STRAND_CHOICES), help="both (default), + or -")
     s.add_argument("-o", "--output", help="output .tsv, .bed or .parquet (default: TSV on stdout)")
     s.add_argument("--no-align", action="store_true", help="leave out the aligned text and CIGAR columns")
+    s.add_argument("--resume", action="store_true",
+                   help="continue an interrupted job from the tasks it saved beside the -o file")
     _add_run_options(s)
 
     d = commands.add_parser("demo", help="search the bundled lambda phage genome for CRISPR guides",
@@ -122,7 +124,8 @@ def _run_options(args) -> dict:
 
 def cmd_search(args) -> int:
     search(args.reference, _patterns_argument(args), args.k, metric=args.metric, strand=args.strand,
-           mode=args.mode, output=args.output or "-", align=not args.no_align, **_run_options(args))
+           mode=args.mode, output=args.output or "-", align=not args.no_align, resume=args.resume,
+           **_run_options(args))
     return 0
 
 

@@ -18,6 +18,7 @@ from ..reference import open_reference
 from .job import MODES, SearchJob
 from .output import FrameCollector, HitWriter, check_output_path
 from .run import run_job
+from .store import TaskStore
 
 DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
 """Patterns per task: larger batches amortise each pass over the text."""
@@ -50,7 +51,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
            align: bool = True, client=None, workers: int | None = None, gpus=None,
            scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            chunk_size: int | None = None, pattern_batch_size: int | None = None,
-           progress: bool = False):
+           progress: bool = False, resume: bool = False):
     """Find every approximate occurrence of ``patterns`` in ``reference``.
 
     reference  path of a FASTA file (plain, BGZF or plain gzip)
@@ -65,6 +66,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     client     a ``distributed.Client`` to run on; otherwise ``scheduler`` /
                ``scheduler_file`` to join a cluster, or a local cluster with
                ``workers`` CPU workers (or one worker per GPU) is started
+    resume     with ``output``: reuse the tasks an interrupted run of the same
+               job saved beside the output file, and run only the rest
 
     Rows are sorted by record (reference order), start (``ends``: end),
     pattern (input order), strand.
@@ -96,14 +99,19 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         raise InputError(str(err)) from None
     job = SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
                     strand=strand, algorithm=chosen, backend=backend, align=align)
+    to_file = output is not None and str(output) != "-"
+    if resume and not to_file:
+        raise InputError("resume needs an output file (-o): the saved tasks live beside it")
     writer = FrameCollector(job.columns()) if output is None else HitWriter(output, job.columns())
+    layout = dict(output=output if to_file else None, chunk_size=chunk_size,
+                  pattern_batch_size=pattern_batch_size, progress=progress, resume=resume)
     try:
         if client is not None:
-            count = _run(job, client, writer, chunk_size, pattern_batch_size, progress)
+            count = _run(job, client, writer, **layout)
         else:
             with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler,
                          scheduler_file=scheduler_file, dashboard=dashboard) as own_client:
-                count = _run(job, own_client, writer, chunk_size, pattern_batch_size, progress)
+                count = _run(job, own_client, writer, **layout)
     except BaseException:
         if isinstance(writer, HitWriter):
             writer.abort()
@@ -114,13 +122,31 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     return writer.frame()
 
 
-def _run(job, client, writer, chunk_size, pattern_batch_size, progress) -> int:
+def _run(job, client, writer, *, output, chunk_size, pattern_batch_size, progress, resume) -> int:
+    """Settle the task layout, open the task store for file output, run."""
+    saved_layout = TaskStore.saved_layout(output) if resume else None
     if chunk_size is None:
-        low, high = CHUNK_LIMITS[job.backend]
-        total = int(job.reference.lengths.sum())
-        chunk_size = min(high, max(low, total // (4 * worker_count(client)) + 1))
-    batch = pattern_batch_size or DEFAULT_PATTERN_BATCH[job.backend]
-    return run_job(job, client, writer, chunk_size=chunk_size, pattern_batch_size=batch, progress=progress)
+        if saved_layout:
+            chunk_size = saved_layout["chunk_size"]
+        else:
+            low, high = CHUNK_LIMITS[job.backend]
+            total = int(job.reference.lengths.sum())
+            chunk_size = min(high, max(low, total // (4 * worker_count(client)) + 1))
+    if pattern_batch_size is None:
+        pattern_batch_size = (saved_layout["pattern_batch_size"] if saved_layout
+                              else DEFAULT_PATTERN_BATCH[job.backend])
+    store = TaskStore.beside(output, job, chunk_size, pattern_batch_size, resume) if output else None
+    try:
+        count = run_job(job, client, writer, chunk_size=chunk_size, pattern_batch_size=pattern_batch_size,
+                        progress=progress, store=store)
+    except BaseException:
+        if store is not None and store.saved():
+            note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "
+                 "run the same command with --resume to continue")
+        raise
+    if store is not None:
+        store.remove()
+    return count
 
 
 def _client_has_gpus(client) -> bool:

@@ -1,12 +1,13 @@
 """Running a search job on a Dask cluster and streaming its rows to a writer.
 
 Tasks are chunk groups x pattern batches. They are submitted at once (the
-job itself is scattered to the workers once), results come back with
-``as_completed`` in whatever order they finish, and each chunk group's rows
-go to the :class:`OrderedMerger` in reference order as soon as every pattern
-batch of that group, and of every group before it, is in. Groups that finish
-early wait in memory, or on disk past ``spill_rows`` rows, so the client never
-holds all hits at once.
+job itself is scattered to the workers once; Dask reruns a task whose worker
+died, and retries one that raised), results come back with ``as_completed``
+in whatever order they finish, and each chunk group's rows go to the
+:class:`OrderedMerger` in reference order as soon as every pattern batch of
+that group, and of every group before it, is in. Groups that finish early
+wait in the job's TaskStore (file output), or in memory and past
+``spill_rows`` rows on disk, so the client never holds all hits at once.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from .merge import OrderedMerger
 from .output import named
 from .task import run_task
 
-SPILL_ROWS = 2_000_000
+SPILL_ROWS = 500_000
 """Rows of early-finished groups kept in client memory before they go to disk."""
 
 
@@ -70,46 +71,70 @@ class _EarlyGroups:
 
 
 def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_batch_size: int,
-            progress: bool = False, spill_rows: int = SPILL_ROWS) -> int:
-    """Run ``job`` on ``client`` and write its rows, sorted, to ``writer``; return the row count."""
+            progress: bool = False, store=None, spill_rows: int = SPILL_ROWS) -> int:
+    """Run ``job`` on ``client`` and write its rows, sorted, to ``writer``; return the row count.
+
+    With a :class:`~seqsift.engine.store.TaskStore`, every finished task is
+    saved there first, and tasks it already holds (a resumed job) are not run.
+    """
     groups = plan_chunks(job.reference.lengths, chunk_size, job.halo, min_length=job.m_min)
     pattern_ranges = job.patterns.batches(pattern_batch_size)
     columns = job.columns()
     merger = OrderedMerger(job)
     early = _EarlyGroups(spill_rows)
+    unfinished_batches = {group.index: len(pattern_ranges) for group in groups}
+    saved = store.saved() if store is not None else set()
+    for group_index, _ in saved:
+        unfinished_batches[group_index] -= 1
+    parts: dict[int, list[pd.DataFrame]] = {}
+    next_group = 0
 
-    def write(rows: pd.DataFrame) -> None:
-        writer.write(named(rows, columns, job.reference.names, job.patterns.names))
+    def group_rows(group_index: int) -> pd.DataFrame:
+        if store is not None:
+            frames = [store.load((group_index, b)) for b in range(len(pattern_ranges))]
+            return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return early.pop(group_index)
+
+    def merge_finished_prefix() -> None:
+        nonlocal next_group
+        while next_group < len(groups) and unfinished_batches[next_group] == 0:
+            for final in merger.add_group(groups[next_group], group_rows(next_group)):
+                writer.write(named(final, columns, job.reference.names, job.patterns.names))
+            next_group += 1
 
     job_on_workers = client.scatter(job, broadcast=True, hash=False)
     futures = {}
     for group in groups:
         for batch_index, pattern_range in enumerate(pattern_ranges):
+            if (group.index, batch_index) in saved:
+                continue
             future = client.submit(run_task, job_on_workers, group, pattern_range, pure=False, retries=2,
                                    key=f"seqsift-search-{group.index}-{batch_index}-{os.urandom(4).hex()}")
-            futures[future] = group
+            futures[future] = (group, batch_index)
     bar = _progress_bar(len(futures), sum(g.bases for g in groups) * len(pattern_ranges), progress)
-    parts: dict[int, list[pd.DataFrame]] = {}
-    next_group = 0
+    if bar is not None and saved:
+        bar.update(sum(groups[g].bases for g, _ in saved))
     try:
-        for future, rows in as_completed(futures, with_results=True):
-            group = futures.pop(future)
-            parts.setdefault(group.index, []).append(rows)
+        merge_finished_prefix()
+        # Results are fetched one at a time (not with_results=True, which would pull
+        # every finished result into this process ahead of the writer).
+        for future in as_completed(futures):
+            rows = future.result()
+            group, batch_index = futures.pop(future)
             if bar is not None:
                 bar.update(group.bases)
-            if len(parts[group.index]) < len(pattern_ranges):
-                continue
-            group_parts = parts.pop(group.index)
-            early.put(group.index, group_parts[0] if len(group_parts) == 1 else pd.concat(group_parts, ignore_index=True))
-            while next_group < len(groups):
-                ready = early.pop(next_group)
-                if ready is None:
-                    break
-                for final in merger.add_group(groups[next_group], ready):
-                    write(final)
-                next_group += 1
+            if store is not None:
+                store.save((group.index, batch_index), rows)
+            else:
+                parts.setdefault(group.index, []).append(rows)
+                if len(parts[group.index]) == len(pattern_ranges):
+                    group_parts = parts.pop(group.index)
+                    early.put(group.index, group_parts[0] if len(group_parts) == 1
+                              else pd.concat(group_parts, ignore_index=True))
+            unfinished_batches[group.index] -= 1
+            merge_finished_prefix()
         for final in merger.finish():
-            write(final)
+            writer.write(named(final, columns, job.reference.names, job.patterns.names))
     finally:
         for future in futures:
             future.cancel()
