@@ -63,3 +63,17 @@ def count_calls(log: str) -> None:
         return _REAL_FIND_ENDS(*args, **kwargs)
 
     kernels.find_ends = counted
+
+
+def count_reads(log: str) -> None:
+    """Log one line per read of the reference file, to see what the chunk cache saves."""
+    import seqsift.reference as reference
+
+    real_read = reference.Reference.read
+
+    def counted(self, *args, **kwargs):
+        with open(log, "a") as handle:
+            handle.write("read\n")
+        return real_read(self, *args, **kwargs)
+
+    reference.Reference.read = counted

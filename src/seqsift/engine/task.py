@@ -12,9 +12,14 @@ no kernel's inside), and turns the kernel's ends into hit rows:
   client can join runs that continue into the next chunk (``merge.py``).
 
 Rows use indices (record, pattern) and absolute int64 coordinates; names are
-attached by the writer.
+attached by the writer. Each worker process caches the reference windows it
+has read (``read_chunk``).
 """
 from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
@@ -25,13 +30,61 @@ from ..partitioning import ChunkGroup
 from .job import SearchJob
 
 
+CHUNK_CACHE_BYTES = int(os.environ.get("SEQSIFT_CHUNK_CACHE_BYTES", 2 << 30))
+"""Reference bytes a worker process keeps between tasks and jobs (raw + encoded)."""
+
+_chunk_cache: OrderedDict[tuple, tuple[int, bytes, np.ndarray]] = OrderedDict()  # -> (read_start, raw, codes)
+_chunk_cache_bytes = 0
+_chunk_cache_lock = threading.Lock()
+
+
+def read_chunk(reference, chunk) -> tuple[bytes, np.ndarray]:
+    """The chunk's window as raw bytes and text codes, from this worker's cache if seen.
+
+    A worker keeps the windows it has read (least recently used dropped past
+    ``CHUNK_CACHE_BYTES``), so a second pattern set over the same genome on the
+    same cluster does not read the FASTA again. The key holds the file's size
+    and modification time: a changed file is read afresh.
+    """
+    global _chunk_cache_bytes
+    try:
+        stat = os.stat(reference.path)
+        identity = (reference.path, stat.st_size, stat.st_mtime_ns)
+    except (OSError, AttributeError):  # not a file-backed reference: no caching
+        raw = reference.read(chunk.record_index, chunk.read_start, chunk.owned_end)
+        return raw, encode_text(raw)
+    # Windows are keyed by where they end; one that starts earlier (a longer
+    # halo, from a job with longer patterns) serves any later start by slicing.
+    key = (identity, chunk.record_index, chunk.owned_end)
+    with _chunk_cache_lock:
+        cached = _chunk_cache.get(key)
+        if cached is not None and cached[0] <= chunk.read_start:
+            _chunk_cache.move_to_end(key)
+            cached_start, raw, text = cached
+            skip = chunk.read_start - cached_start
+            return raw[skip:], text[skip:]
+    raw = reference.read(chunk.record_index, chunk.read_start, chunk.owned_end)
+    text = encode_text(raw)
+    size = 2 * len(raw)
+    if size <= CHUNK_CACHE_BYTES:
+        with _chunk_cache_lock:
+            replaced = _chunk_cache.pop(key, None)
+            if replaced is not None:
+                _chunk_cache_bytes -= 2 * len(replaced[1])
+            _chunk_cache[key] = (chunk.read_start, raw, text)
+            _chunk_cache_bytes += size
+            while _chunk_cache_bytes > CHUNK_CACHE_BYTES:
+                _, (_, old_raw, _) = _chunk_cache.popitem(last=False)
+                _chunk_cache_bytes -= 2 * len(old_raw)
+    return raw, text
+
+
 def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.DataFrame:
     """Hit rows of ``pattern_range`` in the chunks of ``group`` (sorted later)."""
     batch = job.patterns.oriented(pattern_range, job.strands)
     frames = []
     for chunk in group.chunks:
-        raw = job.reference.read(chunk.record_index, chunk.read_start, chunk.owned_end)
-        text = encode_text(raw)
+        raw, text = read_chunk(job.reference, chunk)
         hits = kernels.find_ends(job.algorithm, job.backend, text, batch, job.k,
                                  chunk.owned_lo, chunk.owned_hi)
         if len(hits) == 0:
