@@ -140,6 +140,22 @@ def test_strand_choice_and_output_files_agree(tmp_path, client):
             back = pd.read_parquet(path)
             pd.testing.assert_frame_equal(back, both, check_dtype=False)
         assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+    # A folder path: a partitioned Parquet dataset, read back as one table.
+    dataset = tmp_path / "hits_dataset"
+    assert seqsift.search(reference, patterns, 1, client=client, output=f"{dataset}/") == len(both)
+    assert sorted(p.name for p in dataset.iterdir()) == ["part-00000.parquet"]
+    pd.testing.assert_frame_equal(pd.read_parquet(dataset), both, check_dtype=False)
+
+
+def test_no_hit_gives_valid_empty_outputs(tmp_path, client):
+    records, _ = adversarial_genome(3)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    frame = seqsift.search(reference, ["GGGGGGGGGGGGGGGGGGGG"], 0, client=client)
+    assert len(frame) == 0 and list(frame.columns) == CORE_COLUMNS + ["aligned", "cigar"]
+    for name in ("empty.parquet", "empty.tsv"):
+        assert seqsift.search(reference, ["GGGGGGGGGGGGGGGGGGGG"], 0, client=client, output=tmp_path / name) == 0
+    assert list(pd.read_parquet(tmp_path / "empty.parquet").columns) == list(frame.columns)
+    assert (tmp_path / "empty.tsv").read_text().startswith("#record\tstart")
 
 
 class _VirtualReference:

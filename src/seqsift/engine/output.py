@@ -7,6 +7,7 @@ never leaves a half-written output file. Standard output is streamed.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -18,16 +19,25 @@ from ..errors import InputError
 from ..patterns import STRAND_SYMBOLS
 
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
+DATASET_PART_ROWS = 4_000_000
+"""Rows per file of a partitioned Parquet output (a folder of part-NNNNN.parquet)."""
+
+
+def _is_dataset(path) -> bool:
+    """A path ending in a separator, or an existing folder: a partitioned Parquet dataset."""
+    return str(path).endswith(("/", os.sep)) or Path(path).is_dir()
 
 
 def output_format(path: str | os.PathLike | None) -> str:
-    """``tsv``, ``bed`` or ``parquet`` from the output path's extension (stdout: tsv)."""
+    """``tsv``, ``bed``, ``parquet`` or ``parquet-dataset`` for an output path (stdout: tsv)."""
     if path is None or str(path) == "-":
         return "tsv"
+    if _is_dataset(path):
+        return "parquet-dataset"
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise InputError(f"{path}: unknown output format {suffix or '(no extension)'!r}; "
-                         f"use one of {', '.join(sorted(FORMATS))}")
+        raise InputError(f"{path}: unknown output format {suffix or '(no extension)'!r}; use one of "
+                         f"{', '.join(sorted(FORMATS))}, or a folder path ending in / for partitioned Parquet")
     return FORMATS[suffix]
 
 
@@ -36,13 +46,14 @@ def check_output_path(path: str | os.PathLike | None) -> None:
     if path is None or str(path) == "-":
         return
     output_format(path)
-    directory = Path(path).resolve().parent
+    target = Path(path)
+    directory = target.resolve().parent
     if not directory.is_dir():
         raise InputError(f"{path}: output directory {directory} does not exist")
     if not os.access(directory, os.W_OK):
         raise InputError(f"{path}: output directory {directory} is not writable")
-    if Path(path).is_dir():
-        raise InputError(f"{path}: is a directory, not an output file")
+    if target.is_dir() and any(target.iterdir()):
+        raise InputError(f"{path}: the output folder is not empty")
 
 
 def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -> pd.DataFrame:
@@ -55,48 +66,72 @@ def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -
 
 
 class HitWriter:
-    """Streams named rows to ``path`` (``None`` or ``-``: standard output)."""
+    """Streams named rows to ``path`` (``None`` or ``-``: standard output).
+
+    Files and folders are written under a temporary name beside the target
+    (``.NAME.XXXX.part``) and moved into place by :meth:`close`; :meth:`abort`
+    removes them, leaving the target untouched.
+    """
 
     def __init__(self, path: str | os.PathLike | None, columns: list[str]):
-        self.path = None if path is None or str(path) == "-" else Path(path)
         self.format = output_format(path)
         self.columns = columns
         self.count = 0
-        self._parquet = None
+        self.path = None if path is None or str(path) == "-" else Path(str(path).rstrip("/" + os.sep))
+        self._temp: Path | None = None
+        self._stream = None       # tsv / bed: a binary stream
+        self._parquet = None      # parquet: the open pyarrow ParquetWriter
+        self._part_rows = 0       # parquet-dataset: rows in the current part file
+        self._parts = 0
         if self.path is None:
             sys.stdout.flush()
             self._stream = sys.stdout.buffer
-            self._temp = None
+        elif self.format == "parquet-dataset":
+            self._temp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".part",
+                                               dir=self.path.resolve().parent))
         else:
-            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.resolve().parent)
+            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part",
+                                        dir=self.path.resolve().parent)
             self._temp = Path(temp)
-            self._stream = None if self.format == "parquet" else os.fdopen(fd, "wb")
             if self.format == "parquet":
                 os.close(fd)
+            else:
+                self._stream = os.fdopen(fd, "wb")
         if self.format == "tsv":
             self._stream.write(("#" + "\t".join(columns) + "\n").encode())
 
     def write(self, rows: pd.DataFrame) -> None:
         if len(rows) == 0:
             return
-        import pyarrow as pa
-
         self.count += len(rows)
         if self.format == "parquet":
-            import pyarrow.parquet as pq
-
-            table = _arrow_table(rows)
+            self._write_parquet(_arrow_table(rows), self._temp)
+        elif self.format == "parquet-dataset":
+            if self._parquet is not None and self._part_rows >= DATASET_PART_ROWS:
+                self._parquet.close()
+                self._parquet, self._part_rows = None, 0
             if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self._temp, table.schema)
-            self._parquet.write_table(table)
-            return
+                self._parts += 1
+            self._write_parquet(_arrow_table(rows), self._temp / f"part-{self._parts - 1:05d}.parquet")
+            self._part_rows += len(rows)
+        else:
+            self._write_text(_arrow_table(self._bed(rows) if self.format == "bed" else rows))
+
+    def _write_parquet(self, table, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(path, table.schema)
+        self._parquet.write_table(table)
+
+    def _write_text(self, table) -> None:
+        import pyarrow as pa
         import pyarrow.csv as csv
 
-        table = _arrow_table(self._bed(rows) if self.format == "bed" else rows)
         # Arrow's CSV writer is ~10x faster than pandas' for millions of rows. Names
-        # and CIGARs hold no tab or newline, so no field needs quoting.
-        # Encoded in memory, then written by us: handing Arrow the Python file object
-        # made it write at wrong offsets (NUL-filled gaps) in a multi-threaded client.
+        # and CIGARs hold no tab or newline, so no field needs quoting. It encodes
+        # in memory and we write the bytes: handed the Python file object, it wrote
+        # at wrong offsets once (NUL-filled gaps) in the multi-threaded client.
         encoded = pa.BufferOutputStream()
         csv.write_csv(table, encoded, write_options=csv.WriteOptions(
             include_header=False, delimiter="\t", quoting_style="none"))
@@ -110,25 +145,25 @@ class HitWriter:
                              "name": rows["pattern"], "score": rows["distance"], "strand": rows["strand"]})
 
     def close(self) -> None:
-        """Finish the file and move it into place."""
-        if self.format == "parquet":
-            if self._parquet is None:  # no hit: still a valid, empty table with the columns
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-
-                pq.write_table(pa.table({c: pa.array([], type=pa.string()) for c in self.columns}), self._temp)
-            else:
-                self._parquet.close()
-        elif self._temp is not None:
-            self._stream.close()
-        else:
+        """Finish the output and move it into place."""
+        if self.format in ("parquet", "parquet-dataset") and self._parquet is None and self.count == 0:
+            # No hit: still a valid, empty table with the columns.
+            empty = self._temp if self.format == "parquet" else self._temp / "part-00000.parquet"
+            self._write_parquet(_arrow_table(_empty_frame(self.columns)), empty)
+        if self._parquet is not None:
+            self._parquet.close()
+        if self._temp is None:
             self._stream.flush()
-        if self._temp is not None:
-            os.replace(self._temp, self.path)
-            self._temp = None
+            return
+        if self._stream is not None:
+            self._stream.close()
+        if self.format == "parquet-dataset" and self.path.is_dir():
+            self.path.rmdir()  # checked empty before the job
+        os.replace(self._temp, self.path)
+        self._temp = None
 
     def abort(self) -> None:
-        """Drop the partial file: the target path is left untouched."""
+        """Drop the partial output: the target path is left untouched."""
         if self._temp is None:
             return
         try:
@@ -137,8 +172,19 @@ class HitWriter:
             elif self._stream is not None:
                 self._stream.close()
         finally:
-            self._temp.unlink(missing_ok=True)
+            if self._temp.is_dir():
+                shutil.rmtree(self._temp, ignore_errors=True)
+            else:
+                self._temp.unlink(missing_ok=True)
             self._temp = None
+
+
+OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern": object,
+                 "distance": np.int16, "strand": object, "aligned": object, "cigar": object}
+
+
+def _empty_frame(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: np.empty(0, dtype=OUTPUT_DTYPES[c]) for c in columns})
 
 
 def _arrow_table(rows: pd.DataFrame):
@@ -173,5 +219,5 @@ class FrameCollector:
 
     def frame(self) -> pd.DataFrame:
         if not self.parts:
-            return pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns})
+            return _empty_frame(self.columns)
         return pd.concat(self.parts, ignore_index=True)
