@@ -1,4 +1,4 @@
-"""The ``seqsift`` command line: ``search`` and ``demo``.
+"""The ``seqsift`` command line: ``search``, ``demo`` and ``bench``.
 
 Bad input ends in one line on stderr (``seqsift: error: ...``) and exit status
 2, with no traceback and no partial output file.
@@ -54,6 +54,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--chunk-size", type=_positive_int, help="reference bases per task (default: from the genome size)")
     run.add_argument("--pattern-batch", type=_positive_int, help="patterns per task")
     run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    run.add_argument("-v", "--verbose", action="store_true", help="say which algorithm runs, and why")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,7 +95,28 @@ def build_parser() -> argparse.ArgumentParser:
                                         "20-nt guides drawn from it, k=3, both strands, and time it.")
     d.add_argument("-k", type=int, default=3, help="mismatches allowed (default 3)")
     _add_run_options(d)
+    b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
+                            description="Time every algorithm of a backend on random text at a grid of job "
+                                        "shapes; write bench.md, bench.json and bench.png, and save the "
+                                        "table that --algorithm auto uses on this machine.")
+    b.add_argument("--backend", default="auto", choices=["auto", *kernels.BACKENDS])
+    b.add_argument("--out", default="seqsift-bench", help="folder for the results (default ./seqsift-bench)")
+    b.add_argument("--quick", action="store_true", help="a small grid on short texts (a smoke test)")
+    b.add_argument("--no-save-table", action="store_true", help="do not change the table auto uses")
     return parser
+
+
+def cmd_bench(args) -> int:
+    from pathlib import Path
+
+    from .bench import run_bench
+    from .engine import resolve_backend
+
+    backend = resolve_backend(args.backend)
+    run_bench(backend, Path(args.out), quick=args.quick, save_table=not args.no_save_table,
+              log=lambda line: print(line, flush=True))
+    print(f"results in {args.out}/bench.md, bench.json, bench.png")
+    return 0
 
 
 def _patterns_argument(args) -> object:
@@ -119,7 +141,7 @@ def _run_options(args) -> dict:
     return dict(backend=args.backend, algorithm=args.algorithm, workers=args.workers, gpus=args.gpus,
                 scheduler=args.scheduler, scheduler_file=args.scheduler_file, dashboard=args.dashboard,
                 chunk_size=args.chunk_size, pattern_batch_size=args.pattern_batch,
-                progress=not args.no_progress)
+                progress=not args.no_progress, verbose=args.verbose)
 
 
 def cmd_search(args) -> int:
@@ -161,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_request:  # --help, --version, or a one-line usage error
         return exit_request.code
-    handler = {"search": cmd_search, "demo": cmd_demo}[args.command]
+    handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench}[args.command]
     try:
         return handler(args)
     except InputError as err:

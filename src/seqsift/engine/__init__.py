@@ -51,7 +51,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
            align: bool = True, client=None, workers: int | None = None, gpus=None,
            scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            chunk_size: int | None = None, pattern_batch_size: int | None = None,
-           progress: bool = False, resume: bool = False):
+           progress: bool = False, resume: bool = False, verbose: bool = False):
     """Find every approximate occurrence of ``patterns`` in ``reference``.
 
     reference  path of a FASTA file (plain, BGZF or plain gzip)
@@ -66,6 +66,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     client     a ``distributed.Client`` to run on; otherwise ``scheduler`` /
                ``scheduler_file`` to join a cluster, or a local cluster with
                ``workers`` CPU workers (or one worker per GPU) is started
+    verbose    print the chosen algorithm and why on stderr
     resume     with ``output``: reuse the tasks an interrupted run of the same
                job saved beside the output file, and run only the rest
 
@@ -94,9 +95,14 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         backend = "cpu" if backend == "auto" and not _client_has_gpus(client) else backend
     backend = resolve_backend(backend)
     try:
-        chosen = kernels.choose_algorithm(metric, backend, algorithm)
+        chosen, reason = kernels.choose_algorithm(metric, backend, algorithm, m_max=int(pattern_set.lengths.max()),
+                                                  k=k, patterns=len(pattern_set))
     except ValueError as err:
         raise InputError(str(err)) from None
+    if verbose:
+        note(f"algorithm {reason}")
+    if backend not in kernels.ALGORITHMS[chosen].backends:
+        note(f"{chosen} has no {backend} kernel yet: the workers run its CPU path")
     job = SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
                     strand=strand, algorithm=chosen, backend=backend, align=align)
     to_file = output is not None and str(output) != "-"

@@ -57,6 +57,13 @@ class Algorithm:
     metric: str
     backends: dict[str, str]  # backend -> "module:function" under seqsift.kernels
     summary: str
+    max_m: int | None = None  # longest pattern it handles (None: any)
+    max_k: int | None = None  # largest k it handles (None: any below m)
+
+    def admits(self, backend: str, m_max: int, k: int) -> bool:
+        return (backend in self.backends
+                and (self.max_m is None or m_max <= self.max_m)
+                and (self.max_k is None or k <= self.max_k))
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -106,22 +113,39 @@ DEFAULT_ALGORITHM = {
     ("hamming", "cpu"): "hamming-pigeonhole",
     ("edit", "cpu"): "edit-myers",
     ("hamming", "cuda"): "hamming-packed",
+    ("edit", "cuda"): "edit-myers",
 }
+"""What ``auto`` runs when no measured algorithm table is found (planner.py)."""
 
 
-def choose_algorithm(metric: str, backend: str, algorithm: str = "auto") -> str:
-    """The algorithm name to run: ``algorithm`` checked, or the default for ``auto``."""
+def choose_algorithm(metric: str, backend: str, algorithm: str = "auto", *, m_max: int = 1, k: int = 0,
+                     patterns: int = 1) -> tuple[str, str]:
+    """The algorithm to run and why: ``algorithm`` checked, or the planner's pick for ``auto``.
+
+    Raises ValueError (one line, for the user) for an unknown algorithm, one
+    of another metric, or one whose limits the job exceeds.
+    """
     if algorithm == "auto":
-        return DEFAULT_ALGORITHM[(metric, backend)]
+        from .planner import plan
+
+        choice = plan(metric, backend, m_max, k, patterns,
+                      lambda name: name in ALGORITHMS and ALGORITHMS[name].admits(backend, m_max, k))
+        if choice is not None:
+            return choice.algorithm, choice.reason
+        fallback = DEFAULT_ALGORITHM[(metric, backend)]
+        return fallback, f"{fallback}: the default for {metric} on {backend} (no measured table)"
     known = ALGORITHMS.get(algorithm)
     if known is None:
         raise ValueError(f"unknown algorithm {algorithm!r} (known: auto, {', '.join(ALGORITHMS)})")
     if known.metric != metric:
         raise ValueError(f"algorithm {algorithm!r} is for --metric {known.metric}, not {metric}")
-    if backend not in known.backends:
+    if backend not in known.backends and "cpu" not in known.backends:
         raise ValueError(f"algorithm {algorithm!r} has no {backend} backend "
                          f"(it has: {', '.join(known.backends)})")
-    return algorithm
+    if not known.admits(backend if backend in known.backends else "cpu", m_max, k):
+        raise ValueError(f"algorithm {algorithm!r} handles patterns up to {known.max_m} long and k up to "
+                         f"{known.max_k}; this job has m={m_max}, k={k}")
+    return algorithm, f"{algorithm}: chosen with --algorithm"
 
 
 def _resolve(path: str):
@@ -133,7 +157,9 @@ def _resolve(path: str):
 def find_ends(algorithm: str, backend: str, text: np.ndarray, batch, k: int,
               owned_lo: int, owned_hi: int) -> EndHits:
     """Run ``algorithm`` on ``backend`` with the common call shape (module docstring)."""
-    kernel = _resolve(ALGORITHMS[algorithm].backends[backend])
+    backends = ALGORITHMS[algorithm].backends
+    # An algorithm without a kernel for this backend runs its CPU path on the worker.
+    kernel = _resolve(backends.get(backend) or backends["cpu"])
     return kernel(text, batch, k, owned_lo, owned_hi)
 
 

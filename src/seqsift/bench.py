@@ -1,0 +1,218 @@
+"""``seqsift bench``: measure every algorithm on this machine and write the table ``auto`` uses.
+
+For the chosen backend it times each algorithm's kernel on random text
+generated on the fly, at a grid of job shapes (metric, pattern length m, k,
+pattern count), with the text already encoded (and, on CUDA, on the device):
+the kernel's own speed, not the file reading around it. Text lengths are set
+so that each measurement does about the same work, scaled to the device.
+
+It writes, into ``--out`` (default ``./seqsift-bench``):
+* ``bench.json``: the results in DESIGN.md's shape (device, date, commit,
+  records), one record per (algorithm, shape), plus the roofs measured on
+  the spot (memory copy bandwidth; on CUDA the HBM roof);
+* ``bench.md``: the same as a Markdown table, with each paper's own figure
+  beside the algorithm it describes;
+* ``bench.png``: throughput per algorithm and shape;
+and it saves the measurements as this machine's algorithm table
+(``planner.user_table_path``), which ``--algorithm auto`` then uses.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import kernels
+from .patterns import PatternSet
+
+# Job shapes measured: (metric, m, k, pattern count).
+GRID = [(metric, m, k, count)
+        for metric in kernels.METRICS
+        for m in (16, 32, 100)
+        for k in (1, 4)
+        for count in (1, 64, 1024)]
+QUICK_GRID = [(metric, m, 2, count) for metric in kernels.METRICS for m in (12, 40) for count in (1, 32)]
+
+# Pattern-positions per measurement (text length x rows), per backend.
+WORK = {"cpu": 1e8, "cuda": 2e11}
+QUICK_WORK = {"cpu": 2e6, "cuda": 1e9}
+
+PAPER_FIGURES = {
+    "hamming-thread": "Liu et al. 2012: 40-80x over one CPU core (Tesla C1060)",
+    "hamming-block": "Liu et al. 2012: 40-80x over one CPU core (Tesla C1060)",
+    "hamming-tiled": "Liu et al. 2012: 40-80x over one CPU core (Tesla C1060)",
+    "edit-rowdp": "Ho et al. 2017: 1.99 Gb/s, m=16, k=6",
+    "edit-rowdp-shfl": "Ho et al. 2017: 1.25x over PASM_GPU",
+    "edit-nfa": "Onsjo & Aono 2009: 8.5 s for 165 Mbp, m=1024, k=15 (Tesla)",
+    "exact-shiftor-scan": "Mitani et al. 2017: 1.88 Tbps (94% of TITAN X bandwidth)",
+}
+
+
+def random_patterns(rng: np.random.Generator, m: int, count: int) -> PatternSet:
+    letters = np.array(list("ACGT"))
+    sequences = tuple("".join(letters[rng.integers(0, 4, m)]) for _ in range(count))
+    return PatternSet(tuple(f"p{i}" for i in range(count)), sequences)
+
+
+def random_text(rng: np.random.Generator, n: int, patterns: PatternSet, k: int) -> np.ndarray:
+    """Random text codes with every pattern planted once (so there are hits to report)."""
+    text = rng.integers(0, 4, n, dtype=np.uint8)
+    lookup = np.frombuffer(b"ACGT", dtype=np.uint8)
+    room = max(1, n // (4 * len(patterns.sequences[0])))
+    for seq in patterns.sequences[:room]:
+        start = int(rng.integers(0, max(1, n - len(seq))))
+        planted = np.searchsorted(lookup, np.frombuffer(seq.encode(), dtype=np.uint8)).astype(np.uint8)
+        text[start:start + len(seq)] = planted[: n - start]
+    return text
+
+
+def time_kernel(algorithm: str, backend: str, text, batch, k: int, repeats: int) -> float:
+    """Median seconds of one kernel call over the whole text, after a warm-up call."""
+    kernels.find_ends(algorithm, backend, text, batch, k, 0, len(text))
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        kernels.find_ends(algorithm, backend, text, batch, k, 0, len(text))
+        times.append(time.perf_counter() - began)
+    return float(np.median(times))
+
+
+def memory_copy_roof(backend: str) -> float:
+    """Bytes read + written per second by a large copy on this backend."""
+    size = 1 << 28 if backend == "cuda" else 1 << 26
+    if backend == "cuda":
+        import cupy
+
+        source = cupy.ones(size, dtype=cupy.uint8)
+        target = cupy.empty_like(source)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        cupy.copyto(target, source)
+        start.record()
+        for _ in range(10):
+            cupy.copyto(target, source)
+        stop.record()
+        stop.synchronize()
+        return 2 * size * 10 / (cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    source = np.ones(size, dtype=np.uint8)
+    target = np.empty_like(source)
+    began = time.perf_counter()
+    for _ in range(5):
+        np.copyto(target, source)
+    return 2 * size * 5 / (time.perf_counter() - began)
+
+
+def device_name(backend: str) -> str:
+    if backend == "cuda":
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    from .cluster import cpu_cores
+
+    name = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name} ({cpu_cores()} cores)"
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).parent).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = True, log=print) -> dict:
+    """Measure, write bench.json / bench.md / bench.png into ``out``, save the table."""
+    rng = np.random.default_rng(2026)
+    grid = QUICK_GRID if quick else GRID
+    work = (QUICK_WORK if quick else WORK)[backend]
+    repeats = 1 if quick else 3
+    roof = memory_copy_roof(backend)
+    log(f"memory copy roof on {backend}: {roof / 1e9:.1f} GB/s (read + write)")
+    records, measurements = [], []
+    for metric, m, k, count in grid:
+        patterns = random_patterns(rng, m, count)
+        batch = patterns.oriented(range(count), (0, 1))
+        n = int(min(max(work / batch.rows, 20 * m), 1 << 30))
+        text = random_text(rng, n, patterns, k)
+        measured_kernels = set()  # several algorithms share one CPU path: time it once
+        for name, algorithm in kernels.ALGORITHMS.items():
+            if algorithm.metric != metric or not algorithm.admits(backend, m, k):
+                continue
+            if algorithm.backends[backend] in measured_kernels:
+                continue
+            measured_kernels.add(algorithm.backends[backend])
+            seconds = time_kernel(name, backend, text, batch, k, repeats)
+            rate = batch.rows * n / seconds
+            workload = f"{count} x {m} nt, k={k}, both strands, {n:,} bp random"
+            log(f"{name:20s} {workload:50s} {rate:10.3g} pattern-positions/s")
+            records.append({"algorithm": name, "workload": workload, "quantity": "pattern_positions_per_s",
+                            "value": rate, "roof_fraction": (n / seconds) / roof if count == 1 else None,
+                            "paper_value": PAPER_FIGURES.get(name), "time_s": seconds})
+            measurements.append({"backend": backend, "metric": metric, "m": m, "k": k, "patterns": count,
+                                 "algorithm": name, "pattern_positions_per_s": rate})
+    result = {"device": device_name(backend), "date": datetime.date.today().isoformat(), "commit": _commit(),
+              "backend": backend, "memory_copy_bytes_per_s": roof, "records": records}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "bench.md").write_text(markdown(result))
+    plot(result, out / "bench.png")
+    if save_table:
+        from .kernels.planner import _load, user_table_path
+
+        path = user_table_path(backend)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"device": result["device"], "date": result["date"],
+                                    "measurements": measurements}, indent=1) + "\n")
+        _load.cache_clear()
+        log(f"algorithm table for --algorithm auto saved to {path}")
+    return result
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# seqsift bench, {result['date']}, {result['device']} ({result['backend']})", "",
+             f"Memory copy roof measured on the spot: {result['memory_copy_bytes_per_s'] / 1e9:.1f} GB/s "
+             "(bytes read + written). Throughput: pattern-positions per second (rows x text length / time, "
+             "both strands counted as two rows); roof fraction for single patterns: text bytes read per "
+             "second over the copy roof.", "",
+             "| algorithm | workload | pattern-positions/s | roof fraction | paper's figure |",
+             "|---|---|---|---|---|"]
+    for r in result["records"]:
+        fraction = f"{r['roof_fraction']:.1%}" if r["roof_fraction"] is not None else ""
+        lines.append(f"| `{r['algorithm']}` | {r['workload']} | {r['value']:.3g} | {fraction} | "
+                     f"{r['paper_value'] or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted({r["algorithm"] for r in result["records"]})
+    workloads = list(dict.fromkeys(r["workload"].split(", both")[0] for r in result["records"]))
+    fig, ax = plt.subplots(figsize=(max(6, len(workloads) * 0.5), 4))
+    for name in names:
+        points = [(workloads.index(r["workload"].split(", both")[0]), r["value"])
+                  for r in result["records"] if r["algorithm"] == name]
+        ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name)
+    ax.set_xticks(range(len(workloads)), workloads, rotation=70, fontsize=6)
+    ax.set_yscale("log")
+    ax.set_ylabel("pattern-positions / s")
+    ax.set_title(f"seqsift bench — {result['device']}", fontsize=8)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

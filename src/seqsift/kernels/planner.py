@@ -1,0 +1,86 @@
+"""``--algorithm auto``: the fastest algorithm for a job, from measured throughputs.
+
+``seqsift bench`` measures every algorithm of a backend at a grid of job
+shapes (metric, pattern length m, k, pattern count) and saves the throughputs
+as an *algorithm table*. For a job, the planner takes the measured shape
+nearest to the job's own, and among the algorithms measured there that admit
+the job picks the one with the highest throughput. Every algorithm gives the
+same hits, so the choice changes only the speed.
+
+Tables, in the order they are looked for:
+1. the user's own, written by ``seqsift bench`` on this machine:
+   ``<seqsift cache>/algorithm_table-<backend>.json``;
+2. the defaults shipped in ``seqsift/data/algorithm_table-<backend>.json``
+   (CPU: measured on the developers' 2-core machine; CUDA: on the H100);
+3. with neither, the fixed defaults of ``kernels.DEFAULT_ALGORITHM``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Choice:
+    algorithm: str
+    reason: str
+
+
+def table_name(backend: str) -> str:
+    return f"algorithm_table-{backend}.json"
+
+
+def user_table_path(backend: str) -> Path:
+    from ..reference import cache_directory
+
+    return cache_directory(create=False) / table_name(backend)
+
+
+@lru_cache(maxsize=None)
+def _load(path: str) -> tuple[dict, ...]:
+    try:
+        return tuple(json.loads(Path(path).read_text())["measurements"])
+    except (OSError, ValueError, KeyError):
+        return ()
+
+
+def measurements(backend: str) -> tuple[tuple[dict, ...], str]:
+    """The measurements for ``backend`` and where they came from."""
+    user = user_table_path(backend)
+    if user.is_file() and _load(str(user)):
+        return _load(str(user)), str(user)
+    shipped = resources.files("seqsift") / "data" / table_name(backend)
+    with resources.as_file(shipped) as path:
+        if path.is_file():
+            return _load(str(path)), f"shipped defaults ({table_name(backend)})"
+    return (), "no table"
+
+
+def _distance(point: dict, m: int, k: int, patterns: int) -> float:
+    """How far a measured job shape is from the job: log scale for m and counts."""
+    return (abs(math.log2(max(point["m"], 1) / max(m, 1)))
+            + abs(point["k"] - k) / 2
+            + abs(math.log10(max(point["patterns"], 1) / max(patterns, 1))))
+
+
+def plan(metric: str, backend: str, m_max: int, k: int, patterns: int, admits) -> Choice | None:
+    """The measured-fastest admissible algorithm, or None without measurements.
+
+    ``admits(name)`` says whether an algorithm can run this job on this
+    backend (it exists there and its limits allow m_max and k).
+    """
+    table, source = measurements(backend)
+    rows = [r for r in table if r["backend"] == backend and r["metric"] == metric and admits(r["algorithm"])]
+    if not rows:
+        return None
+    nearest = min(_distance(r, m_max, k, patterns) for r in rows)
+    candidates = [r for r in rows if _distance(r, m_max, k, patterns) == nearest]
+    best = max(candidates, key=lambda r: r["pattern_positions_per_s"])
+    shape = f"m={best['m']}, k={best['k']}, {best['patterns']} patterns"
+    return Choice(best["algorithm"],
+                  f"{best['algorithm']}: fastest measured at {shape} "
+                  f"({best['pattern_positions_per_s']:.3g} pattern-positions/s; {source})")
