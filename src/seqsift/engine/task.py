@@ -30,8 +30,22 @@ from ..partitioning import ChunkGroup
 from .job import SearchJob
 
 
-CHUNK_CACHE_BYTES = int(os.environ.get("SEQSIFT_CHUNK_CACHE_BYTES", 2 << 30))
-"""Reference bytes a worker process keeps between tasks and jobs (raw + encoded)."""
+def chunk_cache_budget() -> int:
+    """Reference bytes a worker keeps between tasks and jobs (raw + encoded).
+
+    ``$SEQSIFT_CHUNK_CACHE_BYTES`` if set, else a quarter of the Dask worker's
+    memory limit, at most 4 GiB (1 GiB outside a worker).
+    """
+    if "SEQSIFT_CHUNK_CACHE_BYTES" in os.environ:
+        return int(os.environ["SEQSIFT_CHUNK_CACHE_BYTES"])
+    try:
+        from distributed import get_worker
+
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        limit = None
+    return min(4 << 30, limit // 4) if limit else 1 << 30
+
 
 _chunk_cache: OrderedDict[tuple, tuple[int, bytes, np.ndarray]] = OrderedDict()  # -> (read_start, raw, codes)
 _chunk_cache_bytes = 0
@@ -42,7 +56,7 @@ def read_chunk(reference, chunk) -> tuple[bytes, np.ndarray]:
     """The chunk's window as raw bytes and text codes, from this worker's cache if seen.
 
     A worker keeps the windows it has read (least recently used dropped past
-    ``CHUNK_CACHE_BYTES``), so a second pattern set over the same genome on the
+    ``chunk_cache_budget()``), so a second pattern set over the same genome on the
     same cluster does not read the FASTA again. The key holds the file's size
     and modification time: a changed file is read afresh.
     """
@@ -66,14 +80,15 @@ def read_chunk(reference, chunk) -> tuple[bytes, np.ndarray]:
     raw = reference.read(chunk.record_index, chunk.read_start, chunk.owned_end)
     text = encode_text(raw)
     size = 2 * len(raw)
-    if size <= CHUNK_CACHE_BYTES:
+    budget = chunk_cache_budget()
+    if size <= budget:
         with _chunk_cache_lock:
             replaced = _chunk_cache.pop(key, None)
             if replaced is not None:
                 _chunk_cache_bytes -= 2 * len(replaced[1])
             _chunk_cache[key] = (chunk.read_start, raw, text)
             _chunk_cache_bytes += size
-            while _chunk_cache_bytes > CHUNK_CACHE_BYTES:
+            while _chunk_cache_bytes > budget:
                 _, (_, old_raw, _) = _chunk_cache.popitem(last=False)
                 _chunk_cache_bytes -= 2 * len(old_raw)
     return raw, text
