@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from seqsift.alphabet import NEVER, encode_text
 from seqsift.kernels import align_cpu, edit, hamming, locate, oracle
 from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternSet
+from test_kernels_cpu import letters, mutate
 
 edlib = pytest.importorskip("edlib")
 
@@ -24,24 +25,6 @@ edlib = pytest.importorskip("edlib")
 def batch_of(sequences, strands=(STRAND_PLUS, STRAND_MINUS)):
     names = tuple(str(i) for i in range(len(sequences)))
     return PatternSet(names, tuple(sequences)).oriented(range(len(sequences)), strands)
-
-
-def letters(codes) -> str:
-    return "".join("ACGTN"[c] for c in codes)
-
-
-def mutate(rng, seq: str, edits: int) -> str:
-    s = list(seq)
-    for _ in range(edits):
-        x = int(rng.integers(0, len(s)))
-        op = int(rng.integers(0, 3))
-        if op == 0:
-            s[x] = "ACGT"[int(rng.integers(0, 4))]
-        elif op == 1 and len(s) > 1:
-            del s[x]
-        else:
-            s.insert(x, "ACGT"[int(rng.integers(0, 4))])
-    return "".join(s)
 
 
 def check_located(metric, text, batch, hits, starts, cigars, brute_force_start=True):
@@ -149,7 +132,7 @@ def test_edit_planted_small(m):
     text = rng.integers(0, 4, 600).astype(np.uint8)
     pattern = letters(rng.integers(0, 4, m))
     for at in (10, 200, 400):
-        copy = encode_text(mutate(rng, pattern, int(rng.integers(0, 4))))
+        copy = encode_text(mutate(rng, pattern, int(rng.integers(0, 4)), indels=True))
         text[at:at + len(copy)] = copy
     text[300:310] = NEVER
     batch = batch_of([pattern])
@@ -167,7 +150,7 @@ def test_edit_long_patterns(m):
     text = rng.integers(0, 4, 3000).astype(np.uint8)
     pattern = letters(rng.integers(0, 4, m))
     for at in (100, 1500):
-        copy = encode_text(mutate(rng, pattern, 6))
+        copy = encode_text(mutate(rng, pattern, 6, indels=True))
         text[at:at + len(copy)] = copy
     batch = batch_of([pattern], (STRAND_PLUS,))
     hits, starts, cigars = locate_all(text, batch, 10)

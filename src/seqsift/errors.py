@@ -18,7 +18,10 @@ exception with its traceback.
 """
 from __future__ import annotations
 
-__all__ = ["InputError", "quote"]
+from contextlib import contextmanager
+from typing import Iterator
+
+__all__ = ["InputError", "quote", "reading"]
 
 
 class InputError(Exception):
@@ -46,3 +49,14 @@ def quote(text: str | bytes, limit: int = 40) -> str:
     if len(text) > limit:
         quoted = quoted[:-1] + "..." + quoted[-1]
     return quoted
+
+
+@contextmanager
+def reading(display: str) -> Iterator[None]:
+    """Turn an operating-system error while reading a user's file into an InputError naming it."""
+    try:
+        yield
+    except PermissionError:
+        raise InputError(f"{display}: permission denied (cannot read the file)") from None
+    except OSError as err:
+        raise InputError(f"{display}: cannot read: {err.strerror or err}") from None

@@ -45,7 +45,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from .alphabet import IUPAC_MASKS, invalid_pattern_letters
-from .errors import InputError, quote
+from .errors import InputError, quote, reading
 from .patterns import PatternSet
 
 __all__ = ["read_patterns", "patterns_from_cli", "validate_patterns_for_job"]
@@ -249,21 +249,18 @@ def _read_pattern_file(path, alphabet: str) -> PatternSet:
 def _file_lines(path: Path, display: str) -> list[str]:
     """The file's text lines (gzip/BGZF decompressed), or an InputError saying why not."""
     try:
-        if path.is_dir():
-            raise InputError(f"{display}: is a directory, not a pattern file")
-        data = path.read_bytes()
-    except FileNotFoundError:
+        with reading(display):
+            if path.is_dir():
+                raise InputError(f"{display}: is a directory, not a pattern file")
+            data = path.read_bytes()
+    except InputError:
+        if path.exists() or path.is_symlink():
+            raise
         hint = ""
         if _LOOKS_LIKE_SEQUENCES.fullmatch(display):
             hint = (" (to search for that sequence itself, pass it in a list, e.g. "
                     f"read_patterns([{display!r}]), or on the command line)")
         raise InputError(f"{display}: no such file{hint}") from None
-    except PermissionError:
-        raise InputError(f"{display}: permission denied (cannot read the file)") from None
-    except InputError:
-        raise
-    except OSError as err:
-        raise InputError(f"{display}: cannot read: {err.strerror or err}") from None
 
     if data[:2] == b"\x1f\x8b":  # gzip or BGZF (BGZF is valid multi-member gzip)
         try:

@@ -59,7 +59,7 @@ from typing import IO, Iterator
 
 import numpy as np
 
-from .errors import InputError, quote
+from .errors import InputError, quote, reading
 
 __all__ = ["Reference", "open_reference", "cache_directory", "NORMALISED_LINE_WIDTH"]
 
@@ -290,7 +290,7 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 
 def _check_regular_file(source: Path, display: str) -> None:
-    try:
+    with reading(display):
         if not source.exists():
             if source.is_symlink():
                 raise InputError(f"{display}: broken symbolic link (it points to {os.readlink(source)})")
@@ -304,12 +304,6 @@ def _check_regular_file(source: Path, display: str) -> None:
             raise InputError(f"{display}: is empty (0 bytes)")
         with _open_binary(source):
             pass
-    except PermissionError:
-        raise InputError(f"{display}: permission denied (cannot read the file)") from None
-    except InputError:
-        raise
-    except OSError as err:
-        raise InputError(f"{display}: cannot read: {err.strerror or err}") from None
 
 
 # --- step 2: which compression? ---------------------------------------------

@@ -103,7 +103,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         ),
         Algorithm(
             "edit-myers", "edit",
-            {"cpu": "edit:myers_cpu"},
+            {"cpu": "edit:myers_cpu", "cuda": "edit_cuda:myers"},
             "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
         ),
     )

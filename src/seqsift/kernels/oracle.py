@@ -68,14 +68,14 @@ def hamming_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
     return _collect(rows, ends, dists)
 
 
-def edit_distances_to_ends(text, masks_row) -> np.ndarray:
+def edit_distances_to_ends(text, masks_row, free_start: bool = True) -> np.ndarray:
     """d(e) = min over s of ED(P, text[s:e]) for every e in 0..len(text).
 
     Dynamic programming one pattern row at a time (Sellers 1980), each row
     vectorized along the text. With D[i][e] the best cost of aligning P[:i]
     ending at text position e:
 
-        D[0][e] = 0                      (free start in the text)
+        D[0][e] = 0                      (free start in the text; or e, if not free_start)
         D[i][0] = i
         D[i][e] = min(D[i-1][e-1] + (P[i-1] != T[e-1]),  D[i-1][e] + 1,  D[i][e-1] + 1)
 
@@ -87,7 +87,7 @@ def edit_distances_to_ends(text, masks_row) -> np.ndarray:
     text = np.asarray(text, dtype=np.uint8)
     n = text.shape[0]
     position = np.arange(n + 1, dtype=np.int64)
-    previous = np.zeros(n + 1, dtype=np.int64)  # row 0
+    previous = np.zeros(n + 1, dtype=np.int64) if free_start else position.copy()  # row 0
     for i, mask in enumerate(masks_row, start=1):
         mismatch = ~MATCH[mask, text]
         tmp = np.empty(n + 1, dtype=np.int64)
@@ -120,22 +120,9 @@ def edit_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
 # ---------------------------------------------------------------------------
 
 def edit_distance(masks_row, segment) -> int:
-    """Global edit distance between a pattern (masks) and a text segment (codes).
-
-    Same row-by-row dynamic programming as :func:`edit_distances_to_ends`,
-    but with row 0 = 0, 1, 2, ... (the segment's start is fixed).
-    """
-    segment = np.asarray(segment, dtype=np.uint8)
-    L = segment.shape[0]
-    position = np.arange(L + 1, dtype=np.int64)
-    previous = position.copy()
-    for i, mask in enumerate(masks_row, start=1):
-        mismatch = ~MATCH[mask, segment]
-        tmp = np.empty(L + 1, dtype=np.int64)
-        tmp[0] = i
-        tmp[1:] = np.minimum(previous[:-1] + mismatch, previous[1:] + 1)
-        previous = np.minimum.accumulate(tmp - position) + position
-    return int(previous[L])
+    """Global edit distance between a pattern (masks) and a text segment (codes):
+    the dynamic programming of :func:`edit_distances_to_ends` with a fixed start."""
+    return int(edit_distances_to_ends(segment, masks_row, free_start=False)[-1])
 
 
 def smallest_start(masks_row, text, end: int, distance: int) -> int | None:

@@ -1,0 +1,152 @@
+// edit-myers on the GPU: Myers' bit-vector search (Myers 1999, in Hyyro's
+// formulation, Hyyro 2003) for many patterns per launch.
+//
+// Work split: block (x = group of 128 rows, y = text segment). All threads of
+// a block scan the SAME text segment, so the block loads it once into shared
+// memory and every read of a character is a broadcast; each thread runs the
+// DP of its own row (pattern x strand). A thread starts m + k characters
+// before its segment ("warm-up"): d(e) <= k only depends on text[e - m - k, e),
+// so the distances it reports for its segment are exact.
+//
+// Rows of at most 64 characters use one 64-bit word (myers_short); longer rows
+// use W words with carries between them (myers_long, Hyyro's block scheme),
+// W <= MAX_WORDS. Hits are compacted on the device: an atomic counter hands
+// out slots in (row, end, distance) arrays; the launcher reruns with larger
+// arrays in the rare case they overflow.
+//
+// Text codes: A0 C1 G2 T3, 4 = any other reference byte (never matches).
+// peq[row][code][word]: bit i set when pattern position 64 * word + i matches.
+#include <cstdint>
+
+#define ROWS_PER_BLOCK 128
+#define MAX_WORDS 16
+
+extern "C" __device__ __forceinline__ void emit(unsigned long long *count, unsigned long long capacity,
+                                                int *out_row, long long *out_end, short *out_dist,
+                                                int row, long long end, int dist) {
+    unsigned long long slot = atomicAdd(count, 1ULL);
+    if (slot < capacity) {
+        out_row[slot] = row;
+        out_end[slot] = end;
+        out_dist[slot] = (short)dist;
+    }
+}
+
+// The block's text segment: ends e with e - 1 in [lo, hi), read from
+// read_lo = lo - (max_m + k) on (the warm-up of the longest row).
+struct Segment {
+    long long lo, hi, read_lo;
+};
+
+// Finds blockIdx.y's segment and loads text[read_lo, hi) into shared memory.
+__device__ __forceinline__ Segment load_segment(const uint8_t *text, long long owned_lo, long long owned_hi,
+                                                long long segment_length, int max_m, int k,
+                                                uint8_t *shared_text) {
+    Segment s;
+    s.lo = owned_lo + (long long)blockIdx.y * segment_length;
+    s.hi = min(s.lo + segment_length, owned_hi);
+    s.read_lo = max(0LL, s.lo - (long long)(max_m + k));
+    for (long long i = s.read_lo + threadIdx.x; i < s.hi; i += blockDim.x) {
+        shared_text[i - s.read_lo] = text[i];
+    }
+    __syncthreads();
+    return s;
+}
+
+extern "C" __global__ void myers_short(const uint8_t *text, long long n, const unsigned long long *peq,
+                                       const int *lengths, int rows, int k, int max_m,
+                                       long long owned_lo, long long owned_hi, long long segment_length,
+                                       unsigned long long *count, unsigned long long capacity,
+                                       int *out_row, long long *out_end, short *out_dist) {
+    extern __shared__ uint8_t segment[];
+    const Segment seg = load_segment(text, owned_lo, owned_hi, segment_length, max_m, k, segment);
+    const long long seg_lo = seg.lo, seg_hi = seg.hi, read_lo = seg.read_lo;
+
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;
+    if (row >= rows) return;
+    const int m = lengths[row];
+    if (m == 0 || m > 64) return;
+    const unsigned long long *row_peq = peq + (size_t)row * 5;  // one word per code
+    unsigned long long eq[5];
+    for (int c = 0; c < 5; ++c) eq[c] = row_peq[c];
+    const unsigned long long high = 1ULL << (m - 1);  // the bit of the last pattern row
+
+    // Myers (1999) state: vertical deltas +1 (Pv) / -1 (Mv) of column j; the
+    // score is D[m][j], the distance of the whole pattern ending at j.
+    unsigned long long pv = ~0ULL, mv = 0ULL;
+    int score = m;
+    // This row's own warm-up start: m + k before the segment.
+    const long long start = max(0LL, seg_lo - (long long)(m + k));
+    for (long long j = start; j < seg_hi; ++j) {
+        const unsigned long long x = eq[segment[j - read_lo]];
+        // Hyyro (2003), Fig. 3: one column step of the search variant.
+        const unsigned long long xv = x | mv;
+        const unsigned long long xh = (((x & pv) + pv) ^ pv) | x;
+        unsigned long long ph = mv | ~(xh | pv);
+        unsigned long long mh = pv & xh;
+        if (ph & high) ++score;
+        else if (mh & high) --score;
+        ph <<= 1;  // free start in the text: D[0][j] = 0, no carry into row 1
+        mh <<= 1;
+        pv = mh | ~(xv | ph);
+        mv = ph & xv;
+        if (j >= seg_lo && score <= k) {
+            emit(count, capacity, out_row, out_end, out_dist, row, j + 1, score);
+        }
+    }
+}
+
+extern "C" __global__ void myers_long(const uint8_t *text, long long n, const unsigned long long *peq,
+                                      const int *lengths, int rows, int words, int k, int max_m,
+                                      long long owned_lo, long long owned_hi, long long segment_length,
+                                      unsigned long long *count, unsigned long long capacity,
+                                      int *out_row, long long *out_end, short *out_dist) {
+    extern __shared__ uint8_t segment[];
+    const Segment seg = load_segment(text, owned_lo, owned_hi, segment_length, max_m, k, segment);
+    const long long seg_lo = seg.lo, seg_hi = seg.hi, read_lo = seg.read_lo;
+
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;
+    if (row >= rows) return;
+    const int m = lengths[row];
+    if (m <= 64) return;  // short rows go to myers_short
+    const int used = (m + 63) / 64;
+    const unsigned long long *row_peq = peq + (size_t)row * 5 * words;
+    const unsigned long long high = 1ULL << ((m - 1) % 64);  // last row, in the last word
+
+    unsigned long long pv[MAX_WORDS], mv[MAX_WORDS];
+#pragma unroll
+    for (int w = 0; w < MAX_WORDS; ++w) { pv[w] = ~0ULL; mv[w] = 0ULL; }
+    int score = m;
+    const long long start = max(0LL, seg_lo - (long long)(m + k));
+    for (long long j = start; j < seg_hi; ++j) {
+        const int c = segment[j - read_lo];
+        // Hyyro's block scheme: the horizontal delta leaving word w (+1, 0, -1)
+        // enters word w + 1 as its carry; the top row of word 0 gets 0 (free start).
+        int carry_p = 0, carry_m = 0;
+#pragma unroll
+        for (int w = 0; w < MAX_WORDS; ++w) {
+            if (w < used) {
+                const unsigned long long x0 = row_peq[c * words + w];
+                const unsigned long long x = x0 | (unsigned long long)carry_m;
+                const unsigned long long xv = x0 | mv[w];
+                const unsigned long long xh = (((x & pv[w]) + pv[w]) ^ pv[w]) | x;
+                unsigned long long ph = mv[w] | ~(xh | pv[w]);
+                unsigned long long mh = pv[w] & xh;
+                const int out_p = (int)(ph >> 63), out_m = (int)(mh >> 63);
+                if (w == used - 1) {
+                    if (ph & high) ++score;
+                    else if (mh & high) --score;
+                }
+                ph = (ph << 1) | (unsigned long long)carry_p;
+                mh = (mh << 1) | (unsigned long long)carry_m;
+                pv[w] = mh | ~(xv | ph);
+                mv[w] = ph & xv;
+                carry_p = out_p;
+                carry_m = out_m;
+            }
+        }
+        if (j >= seg_lo && score <= k) {
+            emit(count, capacity, out_row, out_end, out_dist, row, j + 1, score);
+        }
+    }
+}
