@@ -8,7 +8,8 @@
 // before its segment ("warm-up"): d(e) <= k only depends on text[e - m - k, e),
 // so the distances it reports for its segment are exact.
 //
-// Rows of at most 64 characters use one 64-bit word (myers_short); longer rows
+// Rows of at most 32 characters use one 32-bit word (myers_short32), of at
+// most 64 one 64-bit word (myers_short); longer rows
 // use W words with carries between them (myers_long, Hyyro's block scheme),
 // W <= MAX_WORDS. Hits are compacted on the device: an atomic counter hands
 // out slots in (row, end, distance) arrays; the launcher reruns with larger
@@ -16,7 +17,7 @@
 //
 // Text codes: A0 C1 G2 T3, 4 = any other reference byte (never matches).
 // peq[row][code][word]: bit i set when pattern position 64 * word + i matches.
-#include <cstdint>
+// Plain C types only: NVRTC (CuPy) compiles this file without the C++ standard headers.
 
 #define ROWS_PER_BLOCK 128
 #define MAX_WORDS 16
@@ -32,6 +33,9 @@ extern "C" __device__ __forceinline__ void emit(unsigned long long *count, unsig
     }
 }
 
+// The block's text segment in shared memory (dynamic size, set by the launcher).
+extern __shared__ unsigned char segment[];
+
 // The block's text segment: ends e with e - 1 in [lo, hi), read from
 // read_lo = lo - (max_m + k) on (the warm-up of the longest row).
 struct Segment {
@@ -39,9 +43,9 @@ struct Segment {
 };
 
 // Finds blockIdx.y's segment and loads text[read_lo, hi) into shared memory.
-__device__ __forceinline__ Segment load_segment(const uint8_t *text, long long owned_lo, long long owned_hi,
+__device__ __forceinline__ Segment load_segment(const unsigned char *text, long long owned_lo, long long owned_hi,
                                                 long long segment_length, int max_m, int k,
-                                                uint8_t *shared_text) {
+                                                unsigned char *shared_text) {
     Segment s;
     s.lo = owned_lo + (long long)blockIdx.y * segment_length;
     s.hi = min(s.lo + segment_length, owned_hi);
@@ -53,55 +57,78 @@ __device__ __forceinline__ Segment load_segment(const uint8_t *text, long long o
     return s;
 }
 
-extern "C" __global__ void myers_short(const uint8_t *text, long long n, const unsigned long long *peq,
-                                       const int *lengths, int rows, int k, int max_m,
-                                       long long owned_lo, long long owned_hi, long long segment_length,
-                                       unsigned long long *count, unsigned long long capacity,
-                                       int *out_row, long long *out_end, short *out_dist) {
-    extern __shared__ uint8_t segment[];
+// One machine word per row: Word = 32-bit for rows of at most 32 characters
+// (one instruction per bit operation), 64-bit up to 64 characters.
+template <typename Word>
+__device__ __forceinline__ void myers_one_word(const unsigned char *text, const unsigned long long *peq,
+                                               const int *lengths, int rows, int k, int max_m, int max_bits,
+                                               long long owned_lo, long long owned_hi,
+                                               long long segment_length, unsigned long long *count,
+                                               unsigned long long capacity, int *out_row, long long *out_end,
+                                               short *out_dist) {
+    // Each thread's Peq words, [code][thread], after the text segment.
+    __shared__ Word eq[5][ROWS_PER_BLOCK];
     const Segment seg = load_segment(text, owned_lo, owned_hi, segment_length, max_m, k, segment);
-    const long long seg_lo = seg.lo, seg_hi = seg.hi, read_lo = seg.read_lo;
 
     const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;
     if (row >= rows) return;
     const int m = lengths[row];
-    if (m == 0 || m > 64) return;
-    const unsigned long long *row_peq = peq + (size_t)row * 5;  // one word per code
-    unsigned long long eq[5];
-    for (int c = 0; c < 5; ++c) eq[c] = row_peq[c];
-    const unsigned long long high = 1ULL << (m - 1);  // the bit of the last pattern row
+    if (m == 0 || m > max_bits) return;
+    for (int c = 0; c < 5; ++c) eq[c][threadIdx.x] = (Word)peq[(size_t)row * 5 + c];
+    const Word high = (Word)1 << (m - 1);  // the bit of the last pattern row
 
     // Myers (1999) state: vertical deltas +1 (Pv) / -1 (Mv) of column j; the
     // score is D[m][j], the distance of the whole pattern ending at j.
-    unsigned long long pv = ~0ULL, mv = 0ULL;
+    Word pv = ~(Word)0, mv = 0;
     int score = m;
     // This row's own warm-up start: m + k before the segment.
-    const long long start = max(0LL, seg_lo - (long long)(m + k));
-    for (long long j = start; j < seg_hi; ++j) {
-        const unsigned long long x = eq[segment[j - read_lo]];
+    // Positions relative to the shared segment, in 32-bit arithmetic (fewer
+    // instructions per character than 64-bit text positions).
+    const int first = (int)(max(0LL, seg.lo - (long long)(m + k)) - seg.read_lo);
+    const int report_from = (int)(seg.lo - seg.read_lo);
+    const int stop = (int)(seg.hi - seg.read_lo);
+#pragma unroll 4
+    for (int t = first; t < stop; ++t) {
+        const Word x = eq[segment[t]][threadIdx.x];
         // Hyyro (2003), Fig. 3: one column step of the search variant.
-        const unsigned long long xv = x | mv;
-        const unsigned long long xh = (((x & pv) + pv) ^ pv) | x;
-        unsigned long long ph = mv | ~(xh | pv);
-        unsigned long long mh = pv & xh;
-        if (ph & high) ++score;
-        else if (mh & high) --score;
+        const Word xv = x | mv;
+        const Word xh = (((x & pv) + pv) ^ pv) | x;
+        Word ph = mv | ~(xh | pv);
+        Word mh = pv & xh;
+        score += (ph & high) ? 1 : ((mh & high) ? -1 : 0);
         ph <<= 1;  // free start in the text: D[0][j] = 0, no carry into row 1
         mh <<= 1;
         pv = mh | ~(xv | ph);
         mv = ph & xv;
-        if (j >= seg_lo && score <= k) {
-            emit(count, capacity, out_row, out_end, out_dist, row, j + 1, score);
+        if (score <= k && t >= report_from) {
+            emit(count, capacity, out_row, out_end, out_dist, row, seg.read_lo + t + 1, score);
         }
     }
 }
 
-extern "C" __global__ void myers_long(const uint8_t *text, long long n, const unsigned long long *peq,
+extern "C" __global__ void myers_short(const unsigned char *text, long long n, const unsigned long long *peq,
+                                       const int *lengths, int rows, int k, int max_m,
+                                       long long owned_lo, long long owned_hi, long long segment_length,
+                                       unsigned long long *count, unsigned long long capacity,
+                                       int *out_row, long long *out_end, short *out_dist) {
+    myers_one_word<unsigned long long>(text, peq, lengths, rows, k, max_m, 64, owned_lo, owned_hi,
+                                       segment_length, count, capacity, out_row, out_end, out_dist);
+}
+
+extern "C" __global__ void myers_short32(const unsigned char *text, long long n, const unsigned long long *peq,
+                                         const int *lengths, int rows, int k, int max_m,
+                                         long long owned_lo, long long owned_hi, long long segment_length,
+                                         unsigned long long *count, unsigned long long capacity,
+                                         int *out_row, long long *out_end, short *out_dist) {
+    myers_one_word<unsigned int>(text, peq, lengths, rows, k, max_m, 32, owned_lo, owned_hi,
+                                 segment_length, count, capacity, out_row, out_end, out_dist);
+}
+
+extern "C" __global__ void myers_long(const unsigned char *text, long long n, const unsigned long long *peq,
                                       const int *lengths, int rows, int words, int k, int max_m,
                                       long long owned_lo, long long owned_hi, long long segment_length,
                                       unsigned long long *count, unsigned long long capacity,
                                       int *out_row, long long *out_end, short *out_dist) {
-    extern __shared__ uint8_t segment[];
     const Segment seg = load_segment(text, owned_lo, owned_hi, segment_length, max_m, k, segment);
     const long long seg_lo = seg.lo, seg_hi = seg.hi, read_lo = seg.read_lo;
 

@@ -1,9 +1,10 @@
 """CUDA launchers of the edit-distance family (kernels in ``edit.cu``).
 
 ``myers(text, batch, k, owned_lo, owned_hi) -> EndHits``: the common call
-shape (kernels/__init__.py). Rows of at most 64 characters run in
-``myers_short``, longer rows (up to 64 * MAX_WORDS) in ``myers_long``; rows
-longer than that run on the CPU path, so every pattern length works.
+shape (kernels/__init__.py). Rows of at most 32 characters run in
+``myers_short32`` (32-bit words), of at most 64 in ``myers_short``, longer
+rows (up to 64 * MAX_WORDS) in ``myers_long``; rows longer than that run on
+the CPU path, so every pattern length works.
 """
 from __future__ import annotations
 
@@ -70,16 +71,18 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
         return EndHits.empty()
     module = load_module("edit.cu")
     parts = []
-    short = np.flatnonzero((lengths > 0) & (lengths <= 64))
+    short32 = np.flatnonzero((lengths > 0) & (lengths <= 32))
+    short = np.flatnonzero((lengths > 32) & (lengths <= 64))
     long_rows = np.flatnonzero((lengths > 64) & (lengths <= 64 * MAX_WORDS))
     too_long = np.flatnonzero((lengths > 64 * MAX_WORDS) | (lengths == 0))
-    for selected, kernel_name in ((short, "myers_short"), (long_rows, "myers_long")):
+    for selected, kernel_name in ((short32, "myers_short32"), (short, "myers_short"), (long_rows, "myers_long")):
         if selected.size == 0:
             continue
         sub_lengths = lengths[selected]
-        words = 1 if kernel_name == "myers_short" else int((sub_lengths.max() + 63) // 64)
+        one_word = kernel_name != "myers_long"
+        words = 1 if one_word else int((sub_lengths.max() + 63) // 64)
         peq = cupy.asarray(peq_words(batch.masks[selected], sub_lengths, words))
-        extra = () if kernel_name == "myers_short" else (np.int32(words),)
+        extra = () if one_word else (np.int32(words),)
         row, end, dist = _launch(module.get_function(kernel_name), text_device, peq, cupy.asarray(sub_lengths),
                                  extra, int(selected.size), k, int(sub_lengths.max()), lo, hi)
         parts.append(EndHits(selected[row.get()].astype(np.int32), end.get(), dist.get()))

@@ -1,0 +1,65 @@
+"""The CuPy backend shared by every GPU kernel family.
+
+* :func:`gpu_available`: is a CUDA device usable here (never raises);
+* :func:`load_module`: a ``.cu`` file of this folder as a ``cupy.RawModule``,
+  compiled once per process (CuPy also caches the binary on disk);
+* :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
+* :func:`compact_hits_buffers`: the counter and arrays of the device-side
+  hit compaction every kernel uses (an atomic counter hands out slots).
+
+CuPy is imported inside these functions only, so machines without a GPU
+never import it.
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+KERNEL_DIR = Path(__file__).parent
+_lock = threading.Lock()
+
+
+def gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device
+        return False
+
+
+@lru_cache(maxsize=None)
+def _module(name: str, device: int):
+    import cupy
+
+    source = (KERNEL_DIR / name).read_text()
+    capability = cupy.cuda.Device(device).compute_capability  # e.g. "90"
+    return cupy.RawModule(code=source, options=("-std=c++17", f"--gpu-architecture=sm_{capability}"))
+
+
+def load_module(name: str):
+    """``name`` (e.g. "edit.cu") compiled for the current device, cached per process."""
+    import cupy
+
+    with _lock:
+        return _module(name, cupy.cuda.Device().id)
+
+
+def to_device_text(text):
+    """Text codes as a contiguous uint8 CuPy array."""
+    import cupy
+
+    if isinstance(text, cupy.ndarray):
+        return cupy.ascontiguousarray(text, dtype=cupy.uint8)
+    return cupy.asarray(np.ascontiguousarray(text, dtype=np.uint8))
+
+
+def compact_hits_buffers(capacity: int):
+    """(counter, row int32, end int64, distance int16) on the device for ``capacity`` hits."""
+    import cupy
+
+    return (cupy.zeros(1, dtype=cupy.uint64), cupy.empty(capacity, dtype=cupy.int32),
+            cupy.empty(capacity, dtype=cupy.int64), cupy.empty(capacity, dtype=cupy.int16))
