@@ -104,7 +104,8 @@ def main() -> None:
                             note="extrapolated from 2 Mbp x 4 patterns per core"))
         print(f"m={m}: edit-myers {seconds:.3f} s = {cups / 1e12:.2f} TCUPS; edlib on {cores} cores "
               f"{m / edlib_rate / 1e9:.2f} GCUPS; GPU/edlib per pattern {edlib_rate / gpu_rate:.0f}x")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "records": records}
     args.out.mkdir(parents=True, exist_ok=True)
