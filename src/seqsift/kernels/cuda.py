@@ -37,7 +37,8 @@ def _module(name: str, device: int):
 
     source = (KERNEL_DIR / name).read_text()
     capability = cupy.cuda.Device(device).compute_capability  # e.g. "90"
-    return cupy.RawModule(code=source, options=("-std=c++17", f"--gpu-architecture=sm_{capability}"))
+    return cupy.RawModule(code=source, options=("-std=c++17", f"--gpu-architecture=sm_{capability}",
+                                                f"-I{KERNEL_DIR}"))
 
 
 def load_module(name: str):

@@ -18,20 +18,10 @@
 // Text codes: A0 C1 G2 T3, 4 = any other reference byte (never matches).
 // peq[row][code][word]: bit i set when pattern position 64 * word + i matches.
 // Plain C types only: NVRTC (CuPy) compiles this file without the C++ standard headers.
+#include "hits.cuh"
 
 #define ROWS_PER_BLOCK 128
 #define MAX_WORDS 16
-
-extern "C" __device__ __forceinline__ void emit(unsigned long long *count, unsigned long long capacity,
-                                                int *out_row, long long *out_end, short *out_dist,
-                                                int row, long long end, int dist) {
-    unsigned long long slot = atomicAdd(count, 1ULL);
-    if (slot < capacity) {
-        out_row[slot] = row;
-        out_end[slot] = end;
-        out_dist[slot] = (short)dist;
-    }
-}
 
 // The block's text segment in shared memory (dynamic size, set by the launcher).
 extern __shared__ unsigned char segment[];

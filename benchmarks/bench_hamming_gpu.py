@@ -1,0 +1,154 @@
+"""The Hamming kernels on the GPU (issue 3): the paper's experiment, hamming-packed, one-pattern bandwidth.
+
+    SEQSIFT_TEST_DATA=... python benchmarks/bench_hamming_gpu.py [--gbp 1.0] [--out benchmarks/results]
+
+(a) Liu et al. 2012's experiment: one pattern of m = 16 .. 256 over a ~5 Mbp
+    bacterial genome (E. coli 536 here; the paper used Yersinia pestis), k = m/8;
+    time of hamming-thread, -block, -tiled beside the plain CPU scan on one core
+    (NUMBA_NUM_THREADS=1), speedup beside the paper's 40-80x.
+(b) hamming-packed: 1,000 guides of 20 nt, k = 4, both strands, over ``--gbp``
+    Gbp of random text already on the device: guide-positions per second
+    (goal 1.0e12) and the fraction of the int32 roof (instructions per
+    row-position x row-positions/s over 16.7e12).
+(c) one pattern of 32 nt, k = 2: text characters per second over the HBM
+    roof (3.03e12 bytes/s read + write; the kernels read each text byte).
+
+Kernel timings: CUDA events after a warm-up, median of ``--repeats``. Writes
+``hamming_gpu.json`` (DESIGN.md's shape) and ``hamming_gpu.png``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from seqsift.alphabet import encode_text
+from seqsift.kernels import find_ends
+from seqsift.patterns import PatternSet
+
+HBM_ROOF = 3.03e12
+INT_ROOF = 16.7e12
+PACKED_INSTRUCTIONS_PER_ROW_POSITION = 9  # hot path of hamming_packed, see benchmarks/README.md
+
+
+def gpu_seconds(algorithm, text, batch, k, repeats):
+    import cupy
+
+    find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
+    times = []
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return statistics.median(times)
+
+
+def random_patterns(rng, m, count):
+    letters = np.array(list("ACGT"))
+    return PatternSet(tuple(f"p{i}" for i in range(count)),
+                      tuple("".join(letters[rng.integers(0, 4, m)]) for _ in range(count)))
+
+
+def main() -> None:
+    import cupy
+    import numba
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=Path(os.environ.get("SEQSIFT_TEST_DATA", "../shared/data")))
+    parser.add_argument("--gbp", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    rng = np.random.default_rng(3)
+    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    records = []
+
+    # (a) the paper's experiment
+    with gzip.open(args.data / "ecoli536.fa.gz", "rt") as handle:
+        genome = "".join(line.strip() for line in handle if not line.startswith(">"))
+    host_text = encode_text(genome)
+    text = cupy.asarray(host_text)
+    numba.set_num_threads(1)
+    for m in (16, 32, 64, 128, 256):
+        start = int(rng.integers(0, len(genome) - m))
+        batch = PatternSet(("p",), (genome[start:start + m],)).oriented(range(1), (0,))
+        k = m // 8
+        find_ends("hamming-scan", "cpu", host_text[:100_000], batch, k, 0, 100_000)
+        began = time.perf_counter()
+        find_ends("hamming-scan", "cpu", host_text, batch, k, 0, len(host_text))
+        cpu = time.perf_counter() - began
+        for algorithm in ("hamming-thread", "hamming-block", "hamming-tiled", "hamming-packed"):
+            seconds = gpu_seconds(algorithm, text, batch, k, max(3, args.repeats // 2))
+            records.append(dict(algorithm=algorithm, workload=f"1 x {m} nt, k={k}, E. coli 536 ({len(genome):,} bp)",
+                                quantity="speedup_vs_1_cpu_core", value=cpu / seconds, roof_fraction=None,
+                                paper_value="40-80x (OPT-block-thread, GTX 260)", time_s=seconds,
+                                cpu_time_s=cpu))
+            print(f"(a) m={m:3d} {algorithm:15s} {seconds * 1e3:9.3f} ms, {cpu / seconds:8.1f}x one core")
+
+    # (b) hamming-packed, 1,000 guides, both strands, 1 Gbp on the device
+    n = int(args.gbp * 1e9)
+    text = cupy.random.randint(0, 4, n, dtype=cupy.uint8)
+    guides = random_patterns(rng, 20, 1000)
+    batch = guides.oriented(range(1000), (0, 1))
+    seconds = gpu_seconds("hamming-packed", text, batch, 4, args.repeats)
+    rate = len(guides) * n / seconds
+    row_rate = batch.rows * n / seconds
+    records.append(dict(algorithm="hamming-packed", workload=f"1000 guides x 20 nt, k=4, both strands, {args.gbp:g} Gbp random",
+                        quantity="guide_positions_per_s", value=rate,
+                        roof_fraction=row_rate * PACKED_INSTRUCTIONS_PER_ROW_POSITION / INT_ROOF,
+                        paper_value=None, time_s=seconds, goal=1.0e12))
+    print(f"(b) hamming-packed: {seconds:.3f} s, {rate:.3g} guide-positions/s (goal 1e12)")
+
+    # (c) one pattern, m <= 32: bandwidth
+    single = random_patterns(rng, 32, 1).oriented(range(1), (0,))
+    for algorithm in ("hamming-packed", "hamming-tiled"):
+        seconds = gpu_seconds(algorithm, text, single, 2, args.repeats)
+        records.append(dict(algorithm=algorithm, workload=f"1 x 32 nt, k=2, + strand, {args.gbp:g} Gbp random",
+                            quantity="text_chars_per_s", value=n / seconds, roof_fraction=n / seconds / HBM_ROOF,
+                            paper_value=None, time_s=seconds, goal="0.5 of the HBM roof"))
+        print(f"(c) {algorithm}: {n / seconds:.3g} chars/s = {n / seconds / HBM_ROOF:.1%} of HBM")
+
+    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
+              "records": records}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "hamming_gpu.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(records, args.out / "hamming_gpu.png", device)
+
+
+def plot(records, path: Path, device: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for algorithm in ("hamming-thread", "hamming-block", "hamming-tiled", "hamming-packed"):
+        points = [(int(r["workload"].split(" x ")[1].split()[0]), r["value"]) for r in records
+                  if r["algorithm"] == algorithm and r["quantity"] == "speedup_vs_1_cpu_core"]
+        ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=algorithm)
+    ax.axhspan(40, 80, color="grey", alpha=0.2, label="paper: 40-80x (GTX 260)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("pattern length m (k = m/8), E. coli 536")
+    ax.set_ylabel("speedup over one CPU core")
+    ax.set_title(f"k-mismatch kernels — {device}", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

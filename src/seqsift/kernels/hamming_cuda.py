@@ -1,0 +1,180 @@
+"""CUDA launchers of the Hamming family (kernels in ``hamming.cu``).
+
+Each has the common call shape ``kernel(text, batch, k, owned_lo, owned_hi)
+-> EndHits`` (kernels/__init__.py); ``text`` may be a NumPy or a CuPy array
+of text codes. Hits are compacted on the device and only they are copied back.
+
+* :func:`thread`, :func:`block`, :func:`tiled`: Liu et al. (2012), Algorithms
+  1-2, 3-4 and 5-6, one launch per batch of rows (grid.y = rows).
+* :func:`packed`: many rows per launch over 2-bit packed text. A row whose
+  IUPAC codes cannot be written as "these bits must equal those" (S, W, B,
+  D, H, V) runs in the tiled kernel instead, so every pattern works.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import EndHits
+
+THREADS = 256          # as in hamming.cu
+MAX_GRID_Y = 65_535
+MIN_SEGMENT, MAX_SEGMENT = 256, 1 << 16  # text characters per thread of hamming_packed
+TARGET_THREADS = 1 << 20
+
+
+def _run(kernel, grid, block, args, capacity: int, shared_mem: int = 0) -> EndHits:
+    """Launch with hit buffers, grow them and rerun if the hits did not fit."""
+    from .cuda import compact_hits_buffers
+
+    while True:
+        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+        kernel(grid, block, (*args, count, np.uint64(capacity), out_row, out_end, out_dist),
+               shared_mem=shared_mem)
+        found = int(count.get()[0])
+        if found <= capacity:
+            return EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get())
+        capacity = found
+
+
+def _paper_kernel(name: str, text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
+    """Launch one of Liu et al.'s kernels over every row, in slices of grid.y rows."""
+    import cupy
+
+    from .cuda import load_module, to_device_text
+
+    text_device = to_device_text(text)
+    lo, hi = max(0, int(owned_lo)), min(int(text_device.size), int(owned_hi))
+    if hi <= lo or batch.rows == 0:
+        return EndHits.empty()
+    kernel = load_module("hamming.cu").get_function(name)
+    max_m = int(batch.lengths.max())
+    positions = hi - lo + max_m  # starts from lo + 1 - m for the longest row
+    parts = []
+    for first in range(0, batch.rows, MAX_GRID_Y):
+        rows = slice(first, min(batch.rows, first + MAX_GRID_Y))
+        masks = cupy.asarray(np.ascontiguousarray(batch.masks[rows]))
+        stride = int(masks.shape[1])  # the kernels' max_m: bytes per row of masks
+        lengths = cupy.asarray(batch.lengths[rows].astype(np.int32))
+        count_rows = lengths.size
+        if name == "hamming_block":
+            threads = min(THREADS, 1 << max(0, (max_m - 1).bit_length()))
+            grid, block, shared = (positions, count_rows), (threads,), 0
+        else:
+            grid, block = ((positions + THREADS - 1) // THREADS, count_rows), (THREADS,)
+            shared = stride + THREADS + max_m if name == "hamming_tiled" else 0
+        hits = _run(kernel, grid, block,
+                    (text_device, np.int64(text_device.size), masks, lengths, np.int32(stride), np.int32(k),
+                     np.int64(lo), np.int64(hi)),
+                    capacity=max(1 << 16, 2 * count_rows * 16), shared_mem=shared)
+        parts.append(EndHits(hits.row + first, hits.end, hits.distance))
+    return _concat(parts)
+
+
+def thread(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    return _paper_kernel("hamming_thread", text, batch, k, owned_lo, owned_hi)
+
+
+def block(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    return _paper_kernel("hamming_block", text, batch, k, owned_lo, owned_hi)
+
+
+def tiled(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    return _paper_kernel("hamming_tiled", text, batch, k, owned_lo, owned_hi)
+
+
+# ---- hamming-packed ----------------------------------------------------------
+
+def _bit_rule(mask: int) -> tuple[int, int] | None:
+    """(bits, care) of 2-bit codes such that code c matches ``mask`` iff c & care == bits.
+
+    A/C/G/T: care 11; R, Y, K, M: one bit; N: care 00. None for S, W, B, D,
+    H, V, which no single such rule describes.
+    """
+    allowed = {c for c in range(4) if (mask >> c) & 1}
+    for care in (3, 1, 2, 0):
+        for bits in range(4):
+            if bits & ~care:
+                continue
+            if {c for c in range(4) if c & care == bits} == allowed:
+                return bits, care
+    return None
+
+
+_RULES = [_bit_rule(mask) for mask in range(16)]
+
+
+def pack_patterns(masks: np.ndarray, lengths: np.ndarray):
+    """Per row and 16-character word: pattern bits, care bits, valid bits; and the rows that cannot be packed."""
+    rows, max_m = masks.shape
+    words = max(1, (int(lengths.max(initial=1)) + 15) // 16)
+    bits = np.zeros((rows, words), dtype=np.uint32)
+    care = np.zeros((rows, words), dtype=np.uint32)
+    valid = np.zeros((rows, words), dtype=np.uint32)
+    unpackable = []
+    for r in range(rows):
+        for i in range(int(lengths[r])):
+            rule = _RULES[masks[r, i] & 15] if masks[r, i] < 16 else None
+            if rule is None:
+                unpackable.append(r)
+                break
+            w, shift = divmod(i, 16)
+            bits[r, w] |= np.uint32(rule[0] << (2 * shift))
+            care[r, w] |= np.uint32(rule[1] << (2 * shift))
+            valid[r, w] |= np.uint32(1 << (2 * shift))
+    return bits, care, valid, np.array(unpackable, dtype=np.int64)
+
+
+def packed(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    import cupy
+
+    from .cuda import load_module, to_device_text
+
+    text_device = to_device_text(text)
+    n = int(text_device.size)
+    lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
+    if hi <= lo or batch.rows == 0:
+        return EndHits.empty()
+    module = load_module("hamming.cu")
+    lengths = np.asarray(batch.lengths, dtype=np.int32)
+    bits, care, valid, unpackable = pack_patterns(batch.masks, lengths)
+    max_words = bits.shape[1]
+    words = (n + 15) // 16 + max_words + 2  # windows read up to max_words + 1 words past their start
+    text_packed = cupy.empty(words, dtype=cupy.uint32)
+    never = cupy.empty(words, dtype=cupy.uint32)
+    module.get_function("pack_text")(((words + 255) // 256,), (256,),
+                                     (text_device, np.int64(n), text_packed, never, np.int64(words)))
+    rows = batch.rows
+    packable_lengths = lengths.copy()
+    packable_lengths[unpackable] = 0  # m = 0: the packed kernel skips these rows; the tiled kernel runs them
+    # Segments short enough for about 2^20 threads in all (a single pattern
+    # still fills the GPU), long enough to amortise each thread's set-up.
+    segment = int(min(MAX_SEGMENT, max(MIN_SEGMENT, (hi - lo) * rows // TARGET_THREADS)))
+    segment = (segment + 15) // 16 * 16
+    segments = (hi - lo + segment - 1) // segment
+    parts = []
+    if rows > len(unpackable):
+        threads = rows * segments
+        parts.append(_run(module.get_function("hamming_packed"), ((threads + THREADS - 1) // THREADS,),
+                          (THREADS,),
+                          (text_packed, never, np.int64(n), cupy.asarray(bits), cupy.asarray(care),
+                           cupy.asarray(valid), cupy.asarray(packable_lengths), np.int32(rows),
+                           np.int32(max_words), np.int32(k), np.int64(lo), np.int64(hi),
+                           np.int64(segment), np.int64(segments)),
+                          capacity=max(1 << 20, rows * 64)))
+    if len(unpackable):
+        from ..patterns import PatternBatch
+
+        subset = PatternBatch(batch.masks[unpackable], batch.lengths[unpackable],
+                              batch.pattern_index[unpackable], batch.strand[unpackable])
+        hits = tiled(text_device, subset, k, owned_lo, owned_hi)
+        parts.append(EndHits(unpackable[hits.row].astype(np.int32), hits.end, hits.distance))
+    return _concat(parts)
+
+
+def _concat(parts: list[EndHits]) -> EndHits:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return EndHits.empty()
+    return EndHits(np.concatenate([p.row for p in parts]).astype(np.int32),
+                   np.concatenate([p.end for p in parts]).astype(np.int64),
+                   np.concatenate([p.distance for p in parts]).astype(np.int16))

@@ -1,0 +1,22 @@
+"""Every CUDA source compiles for Hopper with plain nvcc (no GPU needed)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+KERNELS = sorted((Path(__file__).parents[1] / "src" / "seqsift" / "kernels").glob("*.cu"))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("source", KERNELS, ids=[p.name for p in KERNELS])
+def test_cu_file_compiles_for_sm_90(source, tmp_path):
+    result = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / "out.o")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+
+
+def test_there_are_cuda_sources():
+    assert {p.name for p in KERNELS} >= {"hamming.cu", "edit.cu"}
