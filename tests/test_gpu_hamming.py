@@ -67,6 +67,18 @@ def test_adversarial_text_and_iupac_patterns():
         check(text, patterns, k)
 
 
+@pytest.mark.parametrize("k", [0, 1, 4, 9])
+def test_many_rows_bit_sliced_path(k):
+    """>= 32 rows take the bit-sliced kernel: every IUPAC code, N runs, m from 10 to 70 (70: tiled)."""
+    rng = random.Random(40 + k)
+    text = ("N" * 70 + random_dna(rng, 3_000) + "A" * 200 + "nnnRYSWKM" + random_dna(rng, 2_000).lower())
+    iupac = "ACGTRYSWKMBDHVN"
+    patterns = [text[100 + 37 * i: 100 + 37 * i + 10 + 2 * i].upper() for i in range(25)]
+    patterns += ["".join(rng.choice(iupac) for _ in range(m)) for m in (12, 20, 33, 64)] + ["A" * 30, "N" * 16]
+    patterns.append(random_dna(rng, 70))
+    check(text, patterns, k, lo=5, hi=len(text) - 3, algorithms=["hamming-packed"])
+
+
 def test_owned_window_inside_the_text():
     rng = random.Random(9)
     text = random_dna(rng, 20_000)

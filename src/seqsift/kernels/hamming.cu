@@ -180,3 +180,114 @@ extern "C" __global__ void hamming_packed(const unsigned int *packed, const unsi
         }
     }
 }
+
+// ---- hamming-packed, many rows: bit-sliced counting over 32 window starts ---
+// Text as four one-hot planes (bit j of word q of plane b: text[32q + j] is
+// base b; N and other bytes set no bit, so they match nothing). A thread takes
+// one row and 32 window starts s = 32q .. 32q + 31 at once: for pattern
+// position i the 32 "mismatch" bits are the complement of the plane of P[i]
+// shifted by i. The block's 128 rows share the word q, so the block builds,
+// for each i < max_m, the shifted match word of all 16 IUPAC masks in shared
+// memory once (table[i][mask]), and each thread reads its mask's word.
+// Each window has a budget of k mismatches, kept as BITS bit planes and
+// decremented by the mismatch bits (a borrow chain); a borrow out of the top
+// plane marks the window dead. The thread stops early when all 32 are dead.
+#define PACKED_ROWS 128
+#define PACKED_MAX_M 64
+
+extern "C" __global__ void pack_planes(const unsigned char *text, long long n, unsigned int *planes,
+                                       long long plane_words) {
+    const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= plane_words) return;
+    unsigned int p[4] = {0, 0, 0, 0};
+    for (int j = 0; j < 32; ++j) {
+        const long long i = q * 32 + j;
+        const unsigned char c = i < n ? text[i] : 4;
+        if (c < 4) p[c] |= 1u << j;
+    }
+    for (int b = 0; b < 4; ++b) planes[b * plane_words + q] = p[b];
+}
+
+template <int BITS>
+__device__ __forceinline__ void sliced_rows(const unsigned int *planes, long long plane_words, long long n,
+                                            const unsigned char *masks, int stride, const int *lengths,
+                                            int rows, int max_m, int k, long long owned_lo, long long owned_hi,
+                                            long long first_word, int words_per_block, long long last_word,
+                                            unsigned long long *count, unsigned long long capacity,
+                                            int *out_row, long long *out_end, short *out_dist) {
+    __shared__ unsigned int shifted[PACKED_MAX_M][4];
+    __shared__ unsigned int table[PACKED_MAX_M][16];
+    __shared__ unsigned char pattern[PACKED_MAX_M][PACKED_ROWS];
+    const long long groups = (rows + PACKED_ROWS - 1) / PACKED_ROWS;
+    const int group = (int)(blockIdx.x % groups);
+    const long long q0 = first_word + (long long)(blockIdx.x / groups) * words_per_block;
+    const int row = group * PACKED_ROWS + threadIdx.x;
+    const bool active = row < rows;
+    const int m = active ? lengths[row] : 0;
+    for (int i = 0; i < max_m; ++i) pattern[i][threadIdx.x] = (active && i < m) ? masks[(size_t)row * stride + i] : 0;
+    // Window starts this row may report: its last character in the owned range, inside the text.
+    const long long row_first = max(0LL, owned_lo + 1 - m);
+    const long long row_last = min(owned_hi - m, n - m);
+
+    for (long long q = q0; q < q0 + words_per_block && q <= last_word; ++q) {
+        __syncthreads();  // the previous word's table is no longer read
+        for (int e = threadIdx.x; e < max_m * 4; e += blockDim.x) {
+            const int i = e >> 2, b = e & 3;
+            const unsigned int *plane = planes + b * plane_words + q + (i >> 5);
+            shifted[i][b] = __funnelshift_r(plane[0], plane[1], i & 31);
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < max_m * 16; e += blockDim.x) {
+            const int i = e >> 4, mask = e & 15;
+            table[i][mask] = ((mask & 1) ? shifted[i][0] : 0u) | ((mask & 2) ? shifted[i][1] : 0u) |
+                             ((mask & 4) ? shifted[i][2] : 0u) | ((mask & 8) ? shifted[i][3] : 0u);
+        }
+        __syncthreads();
+        if (!active || m == 0) continue;
+        const long long base = q * 32;
+        if (base > row_last || base + 31 < row_first) continue;
+        const long long below = row_first - base, above = row_last - base;
+        unsigned int valid = below <= 0 ? ~0u : (~0u << below);
+        if (above < 31) valid &= (2u << above) - 1u;
+        unsigned int budget[BITS];
+#pragma unroll
+        for (int b = 0; b < BITS; ++b) budget[b] = ((k >> b) & 1) ? ~0u : 0u;
+        unsigned int dead = ~valid;
+        for (int i = 0; i < m; ++i) {
+            unsigned int borrow = ~table[i][pattern[i][threadIdx.x]];  // 1 = mismatch at offset i
+#pragma unroll
+            for (int b = 0; b < BITS; ++b) {  // budget -= mismatch, bit-sliced
+                const unsigned int next = borrow & ~budget[b];
+                budget[b] ^= borrow;
+                borrow = next;
+            }
+            dead |= borrow;
+            if ((i & 3) == 3 && dead == ~0u) break;
+        }
+        unsigned int alive = ~dead;
+        while (alive) {
+            const int j = __ffs(alive) - 1;
+            alive &= alive - 1;
+            int left = 0;
+#pragma unroll
+            for (int b = 0; b < BITS; ++b) left |= ((budget[b] >> j) & 1) << b;
+            emit(count, capacity, out_row, out_end, out_dist, row, base + j + m, k - left);
+        }
+    }
+}
+
+#define SLICED_KERNEL(BITS)                                                                                    \
+    extern "C" __global__ void hamming_sliced_##BITS(                                                          \
+        const unsigned int *planes, long long plane_words, long long n, const unsigned char *masks, int stride, \
+        const int *lengths, int rows, int max_m, int k, long long owned_lo, long long owned_hi,                 \
+        long long first_word, int words_per_block, long long last_word, unsigned long long *count,             \
+        unsigned long long capacity, int *out_row, long long *out_end, short *out_dist) {                      \
+        sliced_rows<BITS>(planes, plane_words, n, masks, stride, lengths, rows, max_m, k, owned_lo, owned_hi,  \
+                          first_word, words_per_block, last_word, count, capacity, out_row, out_end, out_dist); \
+    }
+SLICED_KERNEL(1)
+SLICED_KERNEL(2)
+SLICED_KERNEL(3)
+SLICED_KERNEL(4)
+SLICED_KERNEL(5)
+SLICED_KERNEL(6)

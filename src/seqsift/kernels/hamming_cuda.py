@@ -6,9 +6,13 @@ of text codes. Hits are compacted on the device and only they are copied back.
 
 * :func:`thread`, :func:`block`, :func:`tiled`: Liu et al. (2012), Algorithms
   1-2, 3-4 and 5-6, one launch per batch of rows (grid.y = rows).
-* :func:`packed`: many rows per launch over 2-bit packed text. A row whose
-  IUPAC codes cannot be written as "these bits must equal those" (S, W, B,
-  D, H, V) runs in the tiled kernel instead, so every pattern works.
+* :func:`packed`: many rows per launch. From 32 rows on, the bit-sliced
+  kernel (one-hot text planes, 32 window starts per thread, a bit-sliced
+  mismatch budget; rows up to 64 characters, every IUPAC code); with fewer
+  rows, one thread per (row, text segment) over 2-bit packed text, counting
+  16-character windows by popcount (a row whose IUPAC codes cannot be written
+  as "these bits must equal those", S W B D H V, runs tiled). Rows too long
+  for either run in the tiled kernel, so every pattern works.
 """
 from __future__ import annotations
 
@@ -20,6 +24,10 @@ THREADS = 256          # as in hamming.cu
 MAX_GRID_Y = 65_535
 MIN_SEGMENT, MAX_SEGMENT = 256, 1 << 16  # text characters per thread of hamming_packed
 TARGET_THREADS = 1 << 20
+SLICED_MIN_ROWS = 32   # from this many rows on, the bit-sliced kernel
+SLICED_ROWS = 128      # rows per block of hamming_sliced_* (PACKED_ROWS in hamming.cu)
+SLICED_MAX_M = 64      # PACKED_MAX_M in hamming.cu
+SLICED_WORDS = 64      # 32-start words per block
 
 
 def _run(kernel, grid, block, args, capacity: int, shared_mem: int = 0) -> EndHits:
@@ -125,6 +133,58 @@ def pack_patterns(masks: np.ndarray, lengths: np.ndarray):
 
 
 def packed(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    """Many rows: the bit-sliced kernel; a few rows: one thread per row and segment."""
+    if batch.rows >= SLICED_MIN_ROWS:
+        return _sliced(text, batch, k, owned_lo, owned_hi)
+    return _windows16(text, batch, k, owned_lo, owned_hi)
+
+
+def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    """hamming_sliced_*: rows of at most 64 characters (every IUPAC code); longer rows run tiled."""
+    import cupy
+
+    from ..patterns import PatternBatch
+    from .cuda import load_module, to_device_text
+
+    text_device = to_device_text(text)
+    n = int(text_device.size)
+    lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
+    lengths = np.asarray(batch.lengths, dtype=np.int32)
+    short = np.flatnonzero((lengths >= 1) & (lengths <= SLICED_MAX_M))
+    long_rows = np.flatnonzero(lengths > SLICED_MAX_M)
+    parts = []
+    if hi > lo and short.size:
+        module = load_module("hamming.cu")
+        sub_lengths = lengths[short]
+        m_max, m_min = int(sub_lengths.max()), int(sub_lengths.min())
+        first_word = max(0, lo + 1 - m_max) // 32
+        last_word = min(hi - m_min, n - m_min) // 32
+        if last_word >= first_word:
+            plane_words = (n + 31) // 32 + 4
+            planes = cupy.empty(4 * plane_words, dtype=cupy.uint32)
+            module.get_function("pack_planes")(((plane_words + 255) // 256,), (256,),
+                                               (text_device, np.int64(n), planes, np.int64(plane_words)))
+            masks = cupy.asarray(np.ascontiguousarray(batch.masks[short][:, :m_max]))
+            groups = (short.size + SLICED_ROWS - 1) // SLICED_ROWS
+            spans = (last_word - first_word + SLICED_WORDS) // SLICED_WORDS
+            bits = max(1, int(k).bit_length())
+            hits = _run(module.get_function(f"hamming_sliced_{bits}"), (groups * spans,), (SLICED_ROWS,),
+                        (planes, np.int64(plane_words), np.int64(n), masks, np.int32(m_max),
+                         cupy.asarray(sub_lengths), np.int32(short.size), np.int32(m_max), np.int32(k),
+                         np.int64(lo), np.int64(hi), np.int64(first_word), np.int32(SLICED_WORDS),
+                         np.int64(last_word)),
+                        capacity=max(1 << 20, short.size * 64))
+            parts.append(EndHits(short[hits.row].astype(np.int32), hits.end, hits.distance))
+    if long_rows.size:
+        subset = PatternBatch(batch.masks[long_rows], batch.lengths[long_rows],
+                              batch.pattern_index[long_rows], batch.strand[long_rows])
+        hits = tiled(text_device, subset, k, owned_lo, owned_hi)
+        parts.append(EndHits(long_rows[hits.row].astype(np.int32), hits.end, hits.distance))
+    return _concat(parts)
+
+
+def _windows16(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    """hamming_packed: one thread per (row, text segment), 16-character windows by popcount."""
     import cupy
 
     from .cuda import load_module, to_device_text
