@@ -10,9 +10,9 @@
 //                   of text (plus m - 1 characters) in shared memory, then
 //                   each thread tests one position (Algorithms 5-6)
 // and seqsift's own kernel for many patterns per launch:
-//   hamming_packed  text 2-bit packed (16 characters per 32-bit word), one
-//                   thread per pattern row over a text segment, the mismatches
-//                   of a 16-character window counted by XOR, mask and popcount.
+//   hamming_sliced_* (hamming-packed) one-hot text planes, 32 window starts
+//                   per thread, the mismatches of all 32 counted at once by
+//                   bit-sliced arithmetic (see below).
 //
 // Text codes (unpacked kernels): A0 C1 G2 T3, 4 = any other byte (never
 // matches). A pattern position is a 4-bit IUPAC mask: it matches code c when
@@ -98,90 +98,7 @@ extern "C" __global__ void hamming_tiled(const unsigned char *text, long long n,
     if (d <= k) emit(count, capacity, out_row, out_end, out_dist, row, s + m, d);
 }
 
-// ---- hamming-packed -------------------------------------------------------
-// Packing: 16 characters per 32-bit word, character j of word q at bits
-// 2j, 2j + 1 (codes & 3), and a second plane with the low bit of that pair
-// set where the character is not A/C/G/T.
-extern "C" __global__ void pack_text(const unsigned char *text, long long n, unsigned int *packed,
-                                     unsigned int *never, long long words) {
-    const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= words) return;
-    unsigned int bits = 0, n_bits = 0;
-    for (int j = 0; j < 16; ++j) {
-        const long long i = q * 16 + j;
-        const unsigned char c = i < n ? text[i] : 4;
-        bits |= (unsigned int)(c & 3) << (2 * j);
-        n_bits |= (unsigned int)(c > 3) << (2 * j);
-    }
-    packed[q] = bits;
-    never[q] = n_bits;
-}
-
-// Mismatching characters among 16 (one bit per character, low bit of each
-// pair): text bits t, N plane nb, pattern bits p, care c (which of the two
-// bits must equal p: 11 a base, 01 or 10 R/Y/K/M, 00 N) and the length mask
-// of the pattern's characters in this word.
-__device__ __forceinline__ int mismatches16(unsigned int t, unsigned int nb, unsigned int p, unsigned int c,
-                                            unsigned int valid) {
-    const unsigned int differ = (t ^ p) & c;
-    const unsigned int pairs = differ | (differ >> 1) | (nb & valid);
-    return __popc(pairs & 0x55555555u);
-}
-
-// One thread per (row, text segment), flattened with the row fastest, so the
-// lanes of a warp read the same text words (or, with few rows, neighbouring
-// segments); each thread tests the windows whose last character lies in its
-// segment [seg_lo, seg_hi). Pattern words [row][h], h < ceil(m / 16): bits,
-// care, valid.
-extern "C" __global__ void hamming_packed(const unsigned int *packed, const unsigned int *never, long long n,
-                                          const unsigned int *pattern_bits, const unsigned int *pattern_care,
-                                          const unsigned int *pattern_valid, const int *lengths, int rows,
-                                          int max_words, int k, long long owned_lo, long long owned_hi,
-                                          long long segment_length, long long segments,
-                                          unsigned long long *count, unsigned long long capacity,
-                                          int *out_row, long long *out_end, short *out_dist) {
-    const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const int row = (int)(thread % rows);
-    const long long segment = thread / rows;
-    if (segment >= segments) return;
-    const int m = lengths[row];
-    if (m == 0) return;  // rows the launcher runs elsewhere
-    const int words = (m + 15) / 16;
-    const unsigned int *bits = pattern_bits + (size_t)row * max_words;
-    const unsigned int *care = pattern_care + (size_t)row * max_words;
-    const unsigned int *valid = pattern_valid + (size_t)row * max_words;
-    const unsigned int p0 = bits[0], c0 = care[0], v0 = valid[0];
-
-    const long long seg_lo = owned_lo + segment * segment_length;
-    const long long seg_hi = min(seg_lo + segment_length, owned_hi);
-    // Window starts s with s + m - 1 in [seg_lo, seg_hi), 0 <= s, s + m <= n.
-    const long long s_first = max(0LL, seg_lo + 1 - m);
-    const long long s_last = min(seg_hi - m, n - m);
-    if (s_last < s_first) return;
-    const unsigned int span = (unsigned int)(s_last - s_first);  // at most a segment + m: 32 bits
-    for (long long q = s_first / 16; q <= s_last / 16; ++q) {
-        // Words q and q + 1 hold every 16-character window starting in word q.
-        const unsigned int t0 = __ldg(packed + q), t1 = __ldg(packed + q + 1);
-        const unsigned int n0 = __ldg(never + q), n1 = __ldg(never + q + 1);
-        const int offset = (int)(q * 16 - s_first);  // window q * 16 + r is number offset + r
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            if ((unsigned int)(offset + r) > span) continue;  // outside [s_first, s_last]
-            const long long s = q * 16 + r;
-            // First 16 pattern characters; most windows are rejected here.
-            int d = mismatches16(__funnelshift_r(t0, t1, 2 * r), __funnelshift_r(n0, n1, 2 * r), p0, c0, v0);
-            for (int h = 1; h < words && d <= k; ++h) {
-                const unsigned int ta = __ldg(packed + q + h), tb = __ldg(packed + q + h + 1);
-                const unsigned int na = __ldg(never + q + h), nb = __ldg(never + q + h + 1);
-                d += mismatches16(__funnelshift_r(ta, tb, 2 * r), __funnelshift_r(na, nb, 2 * r),
-                                  bits[h], care[h], valid[h]);
-            }
-            if (d <= k) emit(count, capacity, out_row, out_end, out_dist, row, s + m, d);
-        }
-    }
-}
-
-// ---- hamming-packed, many rows: bit-sliced counting over 32 window starts ---
+// ---- hamming-packed: bit-sliced counting over 32 window starts ------------
 // Text as four one-hot planes (bit j of word q of plane b: text[32q + j] is
 // base b; N and other bytes set no bit, so they match nothing). A thread takes
 // one row and 32 window starts s = 32q .. 32q + 31 at once: for pattern
@@ -195,16 +112,38 @@ extern "C" __global__ void hamming_packed(const unsigned int *packed, const unsi
 #define PACKED_ROWS 128
 #define PACKED_MAX_M 64
 
+// One thread per plane word: its 32 text bytes come in two 16-byte loads
+// (the launcher passes a 16-byte aligned text whose length it pads to 32).
 extern "C" __global__ void pack_planes(const unsigned char *text, long long n, unsigned int *planes,
                                        long long plane_words) {
     const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= plane_words) return;
     unsigned int p[4] = {0, 0, 0, 0};
-    for (int j = 0; j < 32; ++j) {
-        const long long i = q * 32 + j;
-        const unsigned char c = i < n ? text[i] : 4;
-        if (c < 4) p[c] |= 1u << j;
+    if ((q + 1) * 32 <= n) {
+        const uint4 *chunk = reinterpret_cast<const uint4 *>(text + q * 32);
+        const uint4 halves[2] = {chunk[0], chunk[1]};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const unsigned int lanes[4] = {halves[h].x, halves[h].y, halves[h].z, halves[h].w};
+#pragma unroll
+            for (int word = 0; word < 4; ++word) {
+#pragma unroll
+                for (int byte = 0; byte < 4; ++byte) {
+                    const unsigned int c = (lanes[word] >> (8 * byte)) & 0xff;
+                    const int j = h * 16 + word * 4 + byte;
+#pragma unroll
+                    for (int b = 0; b < 4; ++b) p[b] |= (unsigned int)(c == (unsigned int)b) << j;
+                }
+            }
+        }
+    } else {
+        for (int j = 0; j < 32; ++j) {
+            const long long i = q * 32 + j;
+            const unsigned char c = i < n ? text[i] : 4;
+            if (c < 4) p[c] |= 1u << j;
+        }
     }
+#pragma unroll
     for (int b = 0; b < 4; ++b) planes[b * plane_words + q] = p[b];
 }
 
@@ -275,6 +214,81 @@ __device__ __forceinline__ void sliced_rows(const unsigned int *planes, long lon
         }
     }
 }
+
+// The same counting for a few rows: each warp takes ONE row (so a lane's
+// pattern mask is the warp's: no divergence, no table) and 32 consecutive
+// words of window starts, one per lane, loading the plane words it needs.
+template <int BITS>
+__device__ __forceinline__ void sliced_few_rows(const unsigned int *planes, long long plane_words, long long n,
+                                                const unsigned char *masks, int stride, const int *lengths,
+                                                int rows, int k, long long owned_lo, long long owned_hi,
+                                                long long first_word, long long last_word,
+                                                unsigned long long *count, unsigned long long capacity,
+                                                int *out_row, long long *out_end, short *out_dist) {
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int row = (int)(warp % rows);
+    const long long q = first_word + (warp / rows) * 32 + (threadIdx.x & 31);
+    if (q > last_word) return;
+    const int m = lengths[row];
+    const long long row_first = max(0LL, owned_lo + 1 - m);
+    const long long row_last = min(owned_hi - m, n - m);
+    const long long base = q * 32;
+    if (m == 0 || base > row_last || base + 31 < row_first) return;
+    const long long below = row_first - base, above = row_last - base;
+    unsigned int valid = below <= 0 ? ~0u : (~0u << below);
+    if (above < 31) valid &= (2u << above) - 1u;
+    unsigned int budget[BITS];
+#pragma unroll
+    for (int b = 0; b < BITS; ++b) budget[b] = ((k >> b) & 1) ? ~0u : 0u;
+    unsigned int dead = ~valid;
+    const unsigned char *pattern = masks + (size_t)row * stride;
+    for (int i = 0; i < m; ++i) {
+        const unsigned int mask = pattern[i];
+        const long long word = q + (i >> 5);
+        unsigned int match = 0;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            if (mask & (1u << b)) {  // the same for the whole warp
+                const unsigned int *plane = planes + b * plane_words + word;
+                match |= __funnelshift_r(__ldg(plane), __ldg(plane + 1), i & 31);
+            }
+        }
+        unsigned int borrow = ~match;
+#pragma unroll
+        for (int b = 0; b < BITS; ++b) {
+            const unsigned int next = borrow & ~budget[b];
+            budget[b] ^= borrow;
+            borrow = next;
+        }
+        dead |= borrow;
+        if ((i & 3) == 3 && dead == ~0u) break;
+    }
+    unsigned int alive = ~dead;
+    while (alive) {
+        const int j = __ffs(alive) - 1;
+        alive &= alive - 1;
+        int left = 0;
+#pragma unroll
+        for (int b = 0; b < BITS; ++b) left |= ((budget[b] >> j) & 1) << b;
+        emit(count, capacity, out_row, out_end, out_dist, row, base + j + m, k - left);
+    }
+}
+
+#define SLICED_FEW_KERNEL(BITS)                                                                                \
+    extern "C" __global__ void hamming_sliced_few_##BITS(                                                      \
+        const unsigned int *planes, long long plane_words, long long n, const unsigned char *masks, int stride, \
+        const int *lengths, int rows, int k, long long owned_lo, long long owned_hi, long long first_word,      \
+        long long last_word, unsigned long long *count, unsigned long long capacity, int *out_row,             \
+        long long *out_end, short *out_dist) {                                                                  \
+        sliced_few_rows<BITS>(planes, plane_words, n, masks, stride, lengths, rows, k, owned_lo, owned_hi,     \
+                              first_word, last_word, count, capacity, out_row, out_end, out_dist);             \
+    }
+SLICED_FEW_KERNEL(1)
+SLICED_FEW_KERNEL(2)
+SLICED_FEW_KERNEL(3)
+SLICED_FEW_KERNEL(4)
+SLICED_FEW_KERNEL(5)
+SLICED_FEW_KERNEL(6)
 
 #define SLICED_KERNEL(BITS)                                                                                    \
     extern "C" __global__ void hamming_sliced_##BITS(                                                          \

@@ -6,13 +6,12 @@ of text codes. Hits are compacted on the device and only they are copied back.
 
 * :func:`thread`, :func:`block`, :func:`tiled`: Liu et al. (2012), Algorithms
   1-2, 3-4 and 5-6, one launch per batch of rows (grid.y = rows).
-* :func:`packed`: many rows per launch. From 32 rows on, the bit-sliced
-  kernel (one-hot text planes, 32 window starts per thread, a bit-sliced
-  mismatch budget; rows up to 64 characters, every IUPAC code); with fewer
-  rows, one thread per (row, text segment) over 2-bit packed text, counting
-  16-character windows by popcount (a row whose IUPAC codes cannot be written
-  as "these bits must equal those", S W B D H V, runs tiled). Rows too long
-  for either run in the tiled kernel, so every pattern works.
+* :func:`packed`: many rows per launch, bit-sliced: one-hot text planes, 32
+  window starts per thread, a bit-sliced mismatch budget per window; rows up
+  to 64 characters, every IUPAC code. From 32 rows on, a block of 128 rows
+  shares a table of shifted match words per text word; with fewer rows,
+  each warp takes one row. Longer rows run in the tiled kernel, so every
+  pattern works.
 """
 from __future__ import annotations
 
@@ -22,8 +21,6 @@ from . import EndHits
 
 THREADS = 256          # as in hamming.cu
 MAX_GRID_Y = 65_535
-MIN_SEGMENT, MAX_SEGMENT = 256, 1 << 16  # text characters per thread of hamming_packed
-TARGET_THREADS = 1 << 20
 SLICED_MIN_ROWS = 32   # from this many rows on, the bit-sliced kernel
 SLICED_ROWS = 128      # rows per block of hamming_sliced_* (PACKED_ROWS in hamming.cu)
 SLICED_MAX_M = 64      # PACKED_MAX_M in hamming.cu
@@ -92,51 +89,9 @@ def tiled(text, batch, k, owned_lo, owned_hi) -> EndHits:
 
 # ---- hamming-packed ----------------------------------------------------------
 
-def _bit_rule(mask: int) -> tuple[int, int] | None:
-    """(bits, care) of 2-bit codes such that code c matches ``mask`` iff c & care == bits.
-
-    A/C/G/T: care 11; R, Y, K, M: one bit; N: care 00. None for S, W, B, D,
-    H, V, which no single such rule describes.
-    """
-    allowed = {c for c in range(4) if (mask >> c) & 1}
-    for care in (3, 1, 2, 0):
-        for bits in range(4):
-            if bits & ~care:
-                continue
-            if {c for c in range(4) if c & care == bits} == allowed:
-                return bits, care
-    return None
-
-
-_RULES = [_bit_rule(mask) for mask in range(16)]
-
-
-def pack_patterns(masks: np.ndarray, lengths: np.ndarray):
-    """Per row and 16-character word: pattern bits, care bits, valid bits; and the rows that cannot be packed."""
-    rows, max_m = masks.shape
-    words = max(1, (int(lengths.max(initial=1)) + 15) // 16)
-    bits = np.zeros((rows, words), dtype=np.uint32)
-    care = np.zeros((rows, words), dtype=np.uint32)
-    valid = np.zeros((rows, words), dtype=np.uint32)
-    unpackable = []
-    for r in range(rows):
-        for i in range(int(lengths[r])):
-            rule = _RULES[masks[r, i] & 15] if masks[r, i] < 16 else None
-            if rule is None:
-                unpackable.append(r)
-                break
-            w, shift = divmod(i, 16)
-            bits[r, w] |= np.uint32(rule[0] << (2 * shift))
-            care[r, w] |= np.uint32(rule[1] << (2 * shift))
-            valid[r, w] |= np.uint32(1 << (2 * shift))
-    return bits, care, valid, np.array(unpackable, dtype=np.int64)
-
-
 def packed(text, batch, k, owned_lo, owned_hi) -> EndHits:
-    """Many rows: the bit-sliced kernel; a few rows: one thread per row and segment."""
-    if batch.rows >= SLICED_MIN_ROWS:
-        return _sliced(text, batch, k, owned_lo, owned_hi)
-    return _windows16(text, batch, k, owned_lo, owned_hi)
+    """The bit-sliced kernels: a block of rows per text span, or, for a few rows, a warp per row."""
+    return _sliced(text, batch, k, owned_lo, owned_hi)
 
 
 def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
@@ -147,6 +102,8 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
     from .cuda import load_module, to_device_text
 
     text_device = to_device_text(text)
+    if text_device.data.ptr % 16:  # pack_planes reads 16-byte vectors
+        text_device = text_device.copy()
     n = int(text_device.size)
     lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
     lengths = np.asarray(batch.lengths, dtype=np.int32)
@@ -165,69 +122,29 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
             module.get_function("pack_planes")(((plane_words + 255) // 256,), (256,),
                                                (text_device, np.int64(n), planes, np.int64(plane_words)))
             masks = cupy.asarray(np.ascontiguousarray(batch.masks[short][:, :m_max]))
-            groups = (short.size + SLICED_ROWS - 1) // SLICED_ROWS
-            spans = (last_word - first_word + SLICED_WORDS) // SLICED_WORDS
             bits = max(1, int(k).bit_length())
-            hits = _run(module.get_function(f"hamming_sliced_{bits}"), (groups * spans,), (SLICED_ROWS,),
-                        (planes, np.int64(plane_words), np.int64(n), masks, np.int32(m_max),
-                         cupy.asarray(sub_lengths), np.int32(short.size), np.int32(m_max), np.int32(k),
-                         np.int64(lo), np.int64(hi), np.int64(first_word), np.int32(SLICED_WORDS),
-                         np.int64(last_word)),
-                        capacity=max(1 << 20, short.size * 64))
+            capacity = max(1 << 20, short.size * 64)
+            if short.size >= SLICED_MIN_ROWS:
+                groups = (short.size + SLICED_ROWS - 1) // SLICED_ROWS
+                spans = (last_word - first_word + SLICED_WORDS) // SLICED_WORDS
+                hits = _run(module.get_function(f"hamming_sliced_{bits}"), (groups * spans,), (SLICED_ROWS,),
+                            (planes, np.int64(plane_words), np.int64(n), masks, np.int32(m_max),
+                             cupy.asarray(sub_lengths), np.int32(short.size), np.int32(m_max), np.int32(k),
+                             np.int64(lo), np.int64(hi), np.int64(first_word), np.int32(SLICED_WORDS),
+                             np.int64(last_word)), capacity=capacity)
+            else:
+                warps = short.size * ((last_word - first_word + 32) // 32)
+                hits = _run(module.get_function(f"hamming_sliced_few_{bits}"), ((warps * 32 + 255) // 256,),
+                            (256,),
+                            (planes, np.int64(plane_words), np.int64(n), masks, np.int32(m_max),
+                             cupy.asarray(sub_lengths), np.int32(short.size), np.int32(k), np.int64(lo),
+                             np.int64(hi), np.int64(first_word), np.int64(last_word)), capacity=capacity)
             parts.append(EndHits(short[hits.row].astype(np.int32), hits.end, hits.distance))
     if long_rows.size:
         subset = PatternBatch(batch.masks[long_rows], batch.lengths[long_rows],
                               batch.pattern_index[long_rows], batch.strand[long_rows])
         hits = tiled(text_device, subset, k, owned_lo, owned_hi)
         parts.append(EndHits(long_rows[hits.row].astype(np.int32), hits.end, hits.distance))
-    return _concat(parts)
-
-
-def _windows16(text, batch, k, owned_lo, owned_hi) -> EndHits:
-    """hamming_packed: one thread per (row, text segment), 16-character windows by popcount."""
-    import cupy
-
-    from .cuda import load_module, to_device_text
-
-    text_device = to_device_text(text)
-    n = int(text_device.size)
-    lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
-    if hi <= lo or batch.rows == 0:
-        return EndHits.empty()
-    module = load_module("hamming.cu")
-    lengths = np.asarray(batch.lengths, dtype=np.int32)
-    bits, care, valid, unpackable = pack_patterns(batch.masks, lengths)
-    max_words = bits.shape[1]
-    words = (n + 15) // 16 + max_words + 2  # windows read up to max_words + 1 words past their start
-    text_packed = cupy.empty(words, dtype=cupy.uint32)
-    never = cupy.empty(words, dtype=cupy.uint32)
-    module.get_function("pack_text")(((words + 255) // 256,), (256,),
-                                     (text_device, np.int64(n), text_packed, never, np.int64(words)))
-    rows = batch.rows
-    packable_lengths = lengths.copy()
-    packable_lengths[unpackable] = 0  # m = 0: the packed kernel skips these rows; the tiled kernel runs them
-    # Segments short enough for about 2^20 threads in all (a single pattern
-    # still fills the GPU), long enough to amortise each thread's set-up.
-    segment = int(min(MAX_SEGMENT, max(MIN_SEGMENT, (hi - lo) * rows // TARGET_THREADS)))
-    segment = (segment + 15) // 16 * 16
-    segments = (hi - lo + segment - 1) // segment
-    parts = []
-    if rows > len(unpackable):
-        threads = rows * segments
-        parts.append(_run(module.get_function("hamming_packed"), ((threads + THREADS - 1) // THREADS,),
-                          (THREADS,),
-                          (text_packed, never, np.int64(n), cupy.asarray(bits), cupy.asarray(care),
-                           cupy.asarray(valid), cupy.asarray(packable_lengths), np.int32(rows),
-                           np.int32(max_words), np.int32(k), np.int64(lo), np.int64(hi),
-                           np.int64(segment), np.int64(segments)),
-                          capacity=max(1 << 20, rows * 64)))
-    if len(unpackable):
-        from ..patterns import PatternBatch
-
-        subset = PatternBatch(batch.masks[unpackable], batch.lengths[unpackable],
-                              batch.pattern_index[unpackable], batch.strand[unpackable])
-        hits = tiled(text_device, subset, k, owned_lo, owned_hi)
-        parts.append(EndHits(unpackable[hits.row].astype(np.int32), hits.end, hits.distance))
     return _concat(parts)
 
 
