@@ -36,7 +36,7 @@ from seqsift.patterns import PatternSet
 
 HBM_ROOF = 3.03e12
 INT_ROOF = 16.7e12
-PACKED_INSTRUCTIONS_PER_ROW_POSITION = 9  # hot path of hamming_packed, see benchmarks/README.md
+PACKED_INSTRUCTIONS_PER_ROW_POSITION = 5  # bit-sliced hot path per (row, window), see benchmarks/README.md
 
 
 def gpu_seconds(algorithm, text, batch, k, repeats):
