@@ -39,7 +39,7 @@ GRID = [(metric, m, k, count)
 QUICK_GRID = [(metric, m, 2, count) for metric in kernels.METRICS for m in (12, 40) for count in (1, 32)]
 
 # Pattern-positions per measurement (text length x rows), per backend.
-WORK = {"cpu": 1e8, "cuda": 2e11}
+WORK = {"cpu": 1e8, "cuda": 1e10}
 QUICK_WORK = {"cpu": 2e6, "cuda": 1e9}
 
 PAPER_FIGURES = {
