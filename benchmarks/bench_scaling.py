@@ -68,7 +68,7 @@ def main() -> None:
 
     records = []
     walls = {}
-    for count in sorted({1, gpus}):
+    for count in sorted({1, min(2, gpus), gpus}):
         visible = ",".join(str(g) for g in range(count))
         walls[count] = run_cli(reference, guides, visible, args.scratch / f"hits-{count}")
         rows = sum(1 for _ in (args.scratch / f"hits-{count}").glob("part-*.parquet"))
