@@ -2,7 +2,8 @@
 
 * :func:`gpu_available`: is a CUDA device usable here (never raises);
 * :func:`load_module`: a ``.cu`` file of this folder as a ``cupy.RawModule``,
-  compiled once per process (CuPy also caches the binary on disk);
+  compiled once per process and set of macros (CuPy also caches the binary
+  on disk);
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
 * :func:`compact_hits_buffers`: the counter and arrays of the device-side
   hit compaction every kernel uses (an atomic counter hands out slots).
@@ -32,21 +33,26 @@ def gpu_available() -> bool:
 
 
 @lru_cache(maxsize=None)
-def _module(name: str, device: int):
+def _module(name: str, device: int, defines: tuple[tuple[str, int], ...]):
     import cupy
 
     source = (KERNEL_DIR / name).read_text()
     capability = cupy.cuda.Device(device).compute_capability  # e.g. "90"
+    macros = tuple(f"-D{key}={value}" for key, value in defines)
     return cupy.RawModule(code=source, options=("-std=c++17", f"--gpu-architecture=sm_{capability}",
-                                                f"-I{KERNEL_DIR}"))
+                                                f"-I{KERNEL_DIR}", *macros))
 
 
-def load_module(name: str):
-    """``name`` (e.g. "edit.cu") compiled for the current device, cached per process."""
+def load_module(name: str, **defines: int):
+    """``name`` (e.g. "edit.cu") compiled for the current device, cached per process.
+
+    ``defines`` become ``-DNAME=value``: a file that instantiates many kernel
+    variants compiles only the one a launch needs (sw.cu's score width).
+    """
     import cupy
 
     with _lock:
-        return _module(name, cupy.cuda.Device().id)
+        return _module(name, cupy.cuda.Device().id, tuple(sorted(defines.items())))
 
 
 def to_device_text(text):

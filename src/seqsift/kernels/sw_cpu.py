@@ -1,0 +1,570 @@
+"""Smith-Waterman screening on CPU cores (Numba): ``sw-bpbc`` and ``sw-wordwise``.
+
+The score of a pair (x, y) (DESIGN.md; Nishimura et al., Section III) is the
+maximum over the linear-gap local alignment matrix
+
+    H[i][j] = max(0, H[i-1][j-1] + w(x_i, y_j), H[i-1][j] - g, H[i][j-1] - g)
+    w(x_i, y_j) = c1 if x_i == y_j (both in ACGT) else -c2,  H[-1][*] = H[*][-1] = 0
+
+Characters arrive as text codes (seqsift.alphabet): A0 C1 G2 T3, and 4 for N
+and every other byte, which mismatches everything, itself included.
+
+``sw-bpbc`` is the paper's Bitwise Parallel Bulk Computation (Section IV):
+the same DP for W = 32 or 64 pairs at once, one pair per bit of a machine
+word ("pair instance"). A number of s bits is held *bit-sliced*: s words,
+word b holding bit b of that number in every one of the W pairs. The DP cell
+is then a small combinational circuit evaluated with bitwise operations:
+
+* :func:`greaterthan`, :func:`max_b`, :func:`add_b`, :func:`ssub_b` and
+  :func:`matching_b` are the functions of Section IV.A, and
+  :func:`sw_cell_paper` is the paper's SW function built from them;
+* :func:`sw_cell` is the cell the kernels run. It uses the same functions,
+  reordered::
+
+      max(0, A - g, B - g, C + w)  =  SSub_B(max_B(max_B(A, B), C + w + g), g)
+
+  because subtracting g with saturation commutes with the maximum, and
+  C + w + g is one addition of a constant chosen per pair by the match flag
+  (c1 + g on a match, g - c2 on a mismatch; saturated at 0 when c2 > g):
+  the paper's matching_B with c1' = c1 + g and c2' = c2 - g, computed by a
+  single adder whose operand is selected bit by bit (:func:`add_select_b`)
+  instead of an adder, a subtractor and a select. Counted as the paper does
+  (two-input operations, Lemmas 2-5), that is 37s - 12 operations (s + 3
+  more when c2 > g) against Theorem 6's 48s - 18; counted as the GPU runs it
+  (three-input LOP3 instructions), 10s + 3 against 13s + 3, the mismatch
+  flag included.
+
+Inputs and scores change between wordwise (one value per byte or int) and
+bit-sliced format by the bit transpose of Section II (Fig. 1, the ``swap``
+and ``copy`` functions and Table I): :func:`transpose_rows`, used for W2B of
+the characters (3-bit codes: the 2-bit base plus an N bit, so that N never
+matches) and B2W of the scores.
+
+``sw-wordwise`` is the conventional DP, one pair per loop iteration, the
+"wordwise" implementation the paper compares with.
+
+Numba note: arithmetic on uint32 array elements is typed uint64 by Numba;
+only bitwise operations and left shifts are applied to words here, whose low
+32 bits are exact, and stores truncate to the array's width, so the uint32
+kernels compute exactly what 32-bit words would.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+CODE_N = 4
+"""Text code of N and of every non-ACGT character (seqsift.alphabet.NEVER)."""
+
+PLANES = 3
+"""Bit planes per character: bit 0 and bit 1 of the base code, and the N bit."""
+
+
+# --------------------------------------------------------------------------
+# Bit-sliced arithmetic, Section IV.A. a, b, out: arrays of s words; word i
+# holds bit i (LSB first) of the numbers of all pair instances. out may be the
+# same array as a or b: every function reads bit i of its inputs before it
+# writes bit i of out.
+# --------------------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def greaterthan(a, b, s):
+    """Word p with p = 1 where A > B and p = 0 where A < B (either where A == B).
+
+    p runs the borrow of A - B from the least significant bit: a borrow
+    leaves bit i when b_i + p > a_i. No borrow out of the top bit means A >= B.
+    """
+    p = ~a[0] & b[0]
+    for i in range(1, s):
+        p = (b[i] & p) | (~a[i] & (b[i] ^ p))
+    return ~p
+
+
+@njit(cache=True, inline="always")
+def max_b(a, b, out, s):
+    """out = max(A, B): select every bit by greaterthan (Lemma 2: 9s - 2 operations)."""
+    p = greaterthan(a, b, s)
+    for i in range(s):
+        out[i] = (a[i] & p) | (b[i] & ~p)
+
+
+@njit(cache=True, inline="always")
+def add_b(a, b, out, s):
+    """out = A + B mod 2^s; returns the carry out of the top bit.
+
+    The paper's listing starts the carry as p = a_0 XOR b_0; the carry out of
+    bit 0 is a_0 AND b_0, as here (the exhaustive test catches the difference).
+    """
+    out0 = a[0] ^ b[0]
+    p = a[0] & b[0]
+    out[0] = out0
+    for i in range(1, s):
+        ai = a[i]
+        bi = b[i]
+        out[i] = ai ^ bi ^ p
+        p = (ai & (bi ^ p)) | (bi & p)
+    return p
+
+
+@njit(cache=True, inline="always")
+def ssub_b(a, b, out, s):
+    """out = max(A - B, 0), saturating subtraction (Lemma 4: 9s - 4 operations)."""
+    a0 = a[0]
+    b0 = b[0]
+    out[0] = a0 ^ b0
+    p = ~a0 & b0
+    for i in range(1, s):
+        ai = a[i]
+        bi = b[i]
+        out[i] = ai ^ bi ^ p
+        p = (~ai & (bi ^ p)) | (bi & p)
+    for i in range(s):
+        out[i] = out[i] & ~p  # a borrow out of the top bit: A < B, the result is 0
+
+
+@njit(cache=True, inline="always")
+def mismatch_flag(x0, x1, xn, y0, y1, yn):
+    """The paper's e (matching_B): 1 where the characters differ; an N on either side always differs."""
+    return (x0 ^ y0) | (x1 ^ y1) | xn | yn
+
+
+@njit(cache=True, inline="always")
+def matching_b(c, e, k1, k2, out, r, t, s):
+    """out = C + c1 where e = 0 (match), max(C - c2, 0) where e = 1 (Lemma 5).
+
+    k1, k2: the constants c1 and c2, bit-sliced (word i all ones where bit i
+    is set); r, t: scratch arrays of s words.
+    """
+    add_b(c, k1, r, s)
+    ssub_b(c, k2, t, s)
+    for i in range(s):
+        out[i] = (r[i] & ~e) | (t[i] & e)
+
+
+@njit(cache=True, inline="always")
+def sw_cell_paper(a, b, c, e, k1, k2, kg, out, t1, t2, t3, s):
+    """The paper's SW(A, B, C, x, y) = max(0, A - gap, B - gap, C + w(x, y)) (Theorem 6).
+
+    A = H[i-1][j], B = H[i][j-1], C = H[i-1][j-1]; e the mismatch flag.
+    out must not be a, b or c; t1, t2, t3 are scratch.
+    """
+    max_b(a, b, t1, s)            # T = max_B(A, B)
+    ssub_b(t1, kg, t1, s)         # U = SSub_B(T, gap)
+    matching_b(c, e, k1, k2, out, t2, t3, s)  # T = matching_B(C, x, y)
+    max_b(out, t1, out, s)        # max_B(T, U)
+
+
+@njit(cache=True, inline="always")
+def add_select_b(c, e, k1, k2, sat, out, s):
+    """out = C + (k2 where e else k1) mod 2^s, then 0 where ``sat`` and the sum went negative.
+
+    The operand is chosen per pair instance, bit by bit: b_i = e ? k2_i : k1_i.
+    With k2 = (g - c2) mod 2^s and c2 > g (``sat`` all ones), a mismatch
+    subtracts c2 - g and the missing carry out marks C < c2 - g: saturate to
+    0, as SSub_B does. A match never carries out (s is chosen so).
+    """
+    p = c[0] ^ c[0]  # zero of the word type
+    for i in range(s):
+        ci = c[i]
+        bi = (e & k2[i]) | (~e & k1[i])
+        out[i] = ci ^ bi ^ p
+        p = (ci & (bi ^ p)) | (bi & p)
+    negative = e & ~p & sat
+    for i in range(s):
+        out[i] = out[i] & ~negative
+
+
+@njit(cache=True, inline="always")
+def sw_cell(a, b, c, e, k1, k2, sat, kg, out, t1, s):
+    """max(0, A - g, B - g, C + w) as SSub_B(max_B(max_B(A, B), C + w + g), g) (module docstring).
+
+    k1 = c1 + g and k2 = (g - c2) mod 2^s bit-sliced, sat all ones when c2 > g,
+    kg = g bit-sliced. out must not be a, b or c; t1 is scratch.
+    """
+    max_b(a, b, t1, s)                          # max(H[i-1][j], H[i][j-1])
+    add_select_b(c, e, k1, k2, sat, out, s)     # H[i-1][j-1] + w + g, at least 0
+    max_b(t1, out, t1, s)
+    ssub_b(t1, kg, out, s)                      # ... - g, at least 0
+
+
+def sliced_constant(value: int, s: int, dtype) -> np.ndarray:
+    """A constant as s words: word i all ones when bit i of ``value`` is set (the paper's 1^32)."""
+    ones = np.iinfo(dtype).max
+    return np.array([ones if (value >> i) & 1 else 0 for i in range(s)], dtype=dtype)
+
+
+# --------------------------------------------------------------------------
+# Bit transpose, Section II (Fig. 1 and Table I)
+# --------------------------------------------------------------------------
+
+def block_masks(width: int, dtype) -> np.ndarray:
+    """For each level k = width/2, ..., 2, 1: the mask of the low k bits of every 2k-bit block."""
+    ones = (1 << width) - 1
+    masks, k = [], width // 2
+    while k >= 1:
+        masks.append(ones // ((1 << k) + 1))   # e.g. width 32, k 8: 0x00FF00FF
+        k //= 2
+    return np.array(masks, dtype=dtype)
+
+
+@njit(cache=True, inline="always")
+def _needed(row, k, rows):
+    """Whether ``row`` must be kept exact at level k so that rows < ``rows`` come out right.
+
+    The levels after k exchange bits between rows that differ in bits < k only,
+    so row r feeds an output row < ``rows`` when r agrees with some such row
+    above bit k - 1.
+    """
+    high = ~(k - 1)
+    return (row & high) <= ((rows - 1) & high)
+
+
+@njit(cache=True)
+def transpose_rows(a, width, rows, masks, shifts):
+    """Transpose the width x width bit matrix ``a`` in place (Section II).
+
+    Afterwards bit k of a[r] is bit r of the original a[k], for r < ``rows``
+    (rows >= ``rows`` are left unspecified when fewer are asked for). Level k
+    exchanges the high k-bit half of each 2k block of a[i] with the low half
+    of a[i + k]: the paper's swap (7 operations) where both rows are needed
+    later, its copy (4 operations) where only a[i] is, its mirror where only
+    a[i + k] is, nothing where neither is. For 3-bit codes in 32-bit words
+    (rows = 3) that is 29 copies and 3 swaps instead of 80 swaps.
+
+    masks, shifts: per level, as :func:`block_masks` and the level k, in the
+    word's dtype.
+    """
+    level = 0
+    k = width // 2
+    while k >= 1:
+        mask = masks[level]
+        shift = shifts[level]
+        for i in range(width):
+            if i & k:
+                continue
+            need_a = _needed(i, k, rows)
+            need_b = _needed(i + k, k, rows)
+            if need_a and need_b:      # swap(A, B, k, b)
+                t = ((a[i] >> shift) & mask) ^ (a[i + k] & mask)
+                a[i] = a[i] ^ (t << shift)
+                a[i + k] = a[i + k] ^ t
+            elif need_a:               # copy(A, B, k, b)
+                a[i] = (a[i] & mask) | ((a[i + k] & mask) << shift)
+            elif need_b:
+                a[i + k] = (a[i + k] & ~mask) | ((a[i] >> shift) & mask)
+        level += 1
+        k //= 2
+
+
+def transpose_tables(width: int):
+    """(masks, shifts) arrays for :func:`transpose_rows` with words of ``width`` bits."""
+    dtype = np.uint32 if width == 32 else np.uint64
+    levels = int(np.log2(width))
+    shifts = np.array([width >> (level + 1) for level in range(levels)], dtype=dtype)
+    return block_masks(width, dtype), shifts
+
+
+@njit(parallel=True, cache=True)
+def w2b(codes, pairs, length_out, word, masks, shifts, planes):
+    """W2B: text codes (pairs x L, one byte each) -> planes[group, plane, position].
+
+    Group g holds pairs g*W .. g*W + W - 1 (W = word bits), one per bit.
+    Positions past a row's end and pairs past ``pairs`` become N. Plane 0 is
+    bit 0 of the base code, plane 1 bit 1, plane 2 the N bit.
+    """
+    width = word.shape[0]
+    groups = planes.shape[0]
+    length_in = codes.shape[1]
+    for g in prange(groups):
+        a = np.empty_like(word)
+        for pos in range(length_out):
+            for k in range(width):
+                pair = g * width + k
+                code = CODE_N
+                if pair < pairs and pos < length_in:
+                    code = codes[pair, pos]
+                    if code > CODE_N:
+                        code = CODE_N
+                a[k] = code
+            transpose_rows(a, width, PLANES, masks, shifts)
+            for plane in range(PLANES):
+                planes[g, plane, pos] = a[plane]
+
+
+@njit(parallel=True, cache=True)
+def b2w(sliced, pairs, word, masks, shifts, scores):
+    """B2W: bit-sliced scores (groups x s words) -> one int per pair."""
+    width = word.shape[0]
+    groups, s = sliced.shape
+    for g in prange(groups):
+        a = np.zeros_like(word)
+        for b in range(s):
+            a[b] = sliced[g, b]
+        transpose_rows(a, width, width, masks, shifts)
+        for k in range(width):
+            pair = g * width + k
+            if pair < pairs:
+                scores[pair] = a[k]
+
+
+# --------------------------------------------------------------------------
+# sw-bpbc on the CPU: the paper's "BPBC sequential for SWA", one word group
+# (32 or 64 pairs) per prange iteration, columns left to right.
+# --------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, out):
+    """Bit-sliced best scores of every group: out[g] = max over H, s words.
+
+    x_planes: (groups, 3, m) rows; y_planes: (groups, 3, n) columns;
+    k1, k2, kg: s-word constants of :func:`sw_cell`; sat: one word.
+    """
+    groups, _, m = x_planes.shape
+    n = y_planes.shape[2]
+    s = k1.shape[0]
+    satw = sat[0]
+    for g in prange(groups):
+        col = np.zeros((m, s), dtype=out.dtype)  # col[i] = H[i][j - 1]
+        up = np.zeros(s, dtype=out.dtype)        # H[i - 1][j]
+        diag = np.zeros(s, dtype=out.dtype)      # H[i - 1][j - 1]
+        cell = np.zeros(s, dtype=out.dtype)
+        t1 = np.zeros(s, dtype=out.dtype)
+        best = np.zeros(s, dtype=out.dtype)
+        for j in range(n):
+            y0 = y_planes[g, 0, j]
+            y1 = y_planes[g, 1, j]
+            yn = y_planes[g, 2, j]
+            for b in range(s):
+                up[b] = 0
+                diag[b] = 0
+            for i in range(m):
+                e = mismatch_flag(x_planes[g, 0, i], x_planes[g, 1, i], x_planes[g, 2, i], y0, y1, yn)
+                left = col[i]
+                sw_cell(up, left, diag, e, k1, k2, satw, kg, cell, t1, s)
+                max_b(best, cell, best, s)
+                for b in range(s):
+                    diag[b] = left[b]
+                    left[b] = cell[b]
+                    up[b] = cell[b]
+        for b in range(s):
+            out[g, b] = best[b]
+
+
+@njit(parallel=True, cache=True)
+def bpbc_sliced_paper(x_planes, y_planes, k1, k2, kg, out):
+    """As :func:`bpbc_sliced`, with the paper's own SW function (for tests and comparison)."""
+    groups, _, m = x_planes.shape
+    n = y_planes.shape[2]
+    s = k1.shape[0]
+    for g in prange(groups):
+        col = np.zeros((m, s), dtype=out.dtype)
+        up = np.zeros(s, dtype=out.dtype)
+        diag = np.zeros(s, dtype=out.dtype)
+        cell = np.zeros(s, dtype=out.dtype)
+        t1 = np.zeros(s, dtype=out.dtype)
+        t2 = np.zeros(s, dtype=out.dtype)
+        t3 = np.zeros(s, dtype=out.dtype)
+        best = np.zeros(s, dtype=out.dtype)
+        for j in range(n):
+            y0 = y_planes[g, 0, j]
+            y1 = y_planes[g, 1, j]
+            yn = y_planes[g, 2, j]
+            for b in range(s):
+                up[b] = 0
+                diag[b] = 0
+            for i in range(m):
+                e = mismatch_flag(x_planes[g, 0, i], x_planes[g, 1, i], x_planes[g, 2, i], y0, y1, yn)
+                left = col[i]
+                sw_cell_paper(up, left, diag, e, k1, k2, kg, cell, t1, t2, t3, s)
+                max_b(best, cell, best, s)
+                for b in range(s):
+                    diag[b] = left[b]
+                    left[b] = cell[b]
+                    up[b] = cell[b]
+        for b in range(s):
+            out[g, b] = best[b]
+
+
+# --------------------------------------------------------------------------
+# sw-wordwise on the CPU: one pair per prange iteration
+# --------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def wordwise_scores(x_codes, y_codes, c1, c2, gap, scores):
+    """scores[p] = SW score of x_codes[p] against y_codes[p] (code 4: mismatch)."""
+    pairs, m = x_codes.shape
+    n = y_codes.shape[1]
+    for p in prange(pairs):
+        col = np.zeros(m, np.int32)  # H[i][j - 1]
+        best = 0
+        for j in range(n):
+            yj = y_codes[p, j]
+            diag = 0  # H[i - 1][j - 1]
+            up = 0    # H[i - 1][j]
+            for i in range(m):
+                xi = x_codes[p, i]
+                w = c1 if (xi == yj and xi < CODE_N) else -c2
+                left = col[i]
+                h = max(0, diag + w, max(up, left) - gap)
+                diag = left
+                col[i] = h
+                up = h
+                if h > best:
+                    best = h
+        scores[p] = best
+
+
+# --------------------------------------------------------------------------
+# Gathering pairs into padded code matrices (worker side, no per-pair Python)
+# --------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def gather_rows(codes, starts, lengths, width, out):
+    """out[p, :lengths[p]] = codes[starts[p]:starts[p] + lengths[p]], the rest N."""
+    for p in prange(starts.shape[0]):
+        start = starts[p]
+        length = lengths[p]
+        for q in range(width):
+            out[p, q] = codes[start + q] if q < length else CODE_N
+
+
+# --------------------------------------------------------------------------
+# Alignment of the survivors, on the host
+# --------------------------------------------------------------------------
+
+OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3  # as align_cpu: = X I D
+
+ALIGN_OK = 0
+ALIGN_SCORE_DIFFERS = 1   # the DP's best is not the given score (a bug somewhere)
+ALIGN_TOO_LARGE = 2       # the traceback matrix would exceed the cell limit
+
+
+@njit(cache=True, inline="always")
+def _w(a, b, c1, c2):
+    return c1 if (a == b and a < CODE_N) else -c2
+
+
+@njit(cache=True)
+def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
+    """One local alignment of x (query) and y (target) with the given best score.
+
+    Pass 1 (linear space) finds the end: the first cell (i1, j1) in row-major
+    order whose H equals the best. Pass 2 runs the DP backwards from that end
+    over the reversed prefixes, global at the end and free at the start:
+
+        R[a][b] = best score of x[i1-a:i1] against y[j1-b:j1] ending at (i1, j1)
+
+    and the start is the cell with R == score of smallest a, then smallest b
+    (any such alignment is an optimal local one). Its traceback runs from the
+    start to the end, so the operations come out in forward order; ties prefer
+    the diagonal, then I, then D. Returns (qstart, qend, tstart, tend, ops, status).
+    """
+    m = x.shape[0]
+    n = y.shape[0]
+    row = np.zeros(n + 1, np.int64)
+    best = 0
+    i1 = 0
+    j1 = 0
+    for i in range(1, m + 1):
+        diag = 0
+        for j in range(1, n + 1):
+            up = row[j]
+            h = max(0, diag + _w(x[i - 1], y[j - 1], c1, c2), max(up, row[j - 1]) - gap)
+            diag = up
+            row[j] = h
+            if h > best:
+                best = h
+                i1 = i
+                j1 = j
+    if best != score:
+        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
+    if best == 0:
+        return 0, 0, 0, 0, 0, ALIGN_OK
+    # Columns pass 2 may need: a gap run costs g each and the score is at most
+    # c1 * i1, so an optimal alignment has at most c1 * i1 / g deletions.
+    width = j1 if gap == 0 else min(j1, i1 + (c1 * i1) // gap + 1)
+    if (i1 + 1) * (width + 1) > max_cells:
+        return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
+    rows = i1 + 1
+    cols = width + 1
+    moves = np.empty((rows, cols), np.uint8)   # 0 diagonal, 1 I (query only), 2 D (target only)
+    prev = np.empty(cols, np.int64)
+    cur = np.empty(cols, np.int64)
+    for b in range(cols):
+        prev[b] = -gap * b
+        moves[0, b] = 2
+    sa = -1
+    sb = -1
+    if prev[0] == score:
+        sa = 0
+        sb = 0
+    for a in range(1, rows):
+        cur[0] = -gap * a
+        moves[a, 0] = 1
+        xa = x[i1 - a]
+        for b in range(1, cols):
+            d = prev[b - 1] + _w(xa, y[j1 - b], c1, c2)
+            ins = prev[b] - gap
+            dele = cur[b - 1] - gap
+            v = d
+            mv = 0
+            if ins > v:
+                v = ins
+                mv = 1
+            if dele > v:
+                v = dele
+                mv = 2
+            cur[b] = v
+            moves[a, b] = mv
+        if sa < 0:
+            for b in range(cols):
+                if cur[b] == score:
+                    sa = a
+                    sb = b
+                    break
+        for b in range(cols):
+            prev[b] = cur[b]
+        if sa >= 0:
+            break
+    if sa < 0:
+        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
+    a = sa
+    b = sb
+    count = 0
+    while a > 0 or b > 0:
+        mv = moves[a, b]
+        if mv == 0:
+            ops[base + count] = OP_MATCH if (x[i1 - a] == y[j1 - b] and x[i1 - a] < CODE_N) else OP_MISMATCH
+            a -= 1
+            b -= 1
+        elif mv == 1:
+            ops[base + count] = OP_INSERTION
+            a -= 1
+        else:
+            ops[base + count] = OP_DELETION
+            b -= 1
+        count += 1
+    return i1 - sa, i1, j1 - sb, j1, count, ALIGN_OK
+
+
+@njit(parallel=True, cache=True)
+def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
+                op_offsets, ops, op_counts, coords, status):
+    """Alignments of many (query, target) pairs with known scores, in parallel.
+
+    codes: all sequences' text codes, concatenated; pair p is query
+    codes[q_start[p]:+q_len[p]] and target codes[t_start[p]:+t_len[p]].
+    Pair p may write up to q_len + t_len ops from op_offsets[p].
+    coords[p] = (query start, query end, target start, target end).
+    """
+    for p in prange(scores.shape[0]):
+        x = codes[q_start[p]:q_start[p] + q_len[p]]
+        y = codes[t_start[p]:t_start[p] + t_len[p]]
+        qs, qe, ts, te, count, bad = _align_one(x, y, np.int64(scores[p]), c1, c2, gap, max_cells,
+                                                ops, op_offsets[p])
+        coords[p, 0] = qs
+        coords[p, 1] = qe
+        coords[p, 2] = ts
+        coords[p, 3] = te
+        op_counts[p] = count
+        status[p] = bad
