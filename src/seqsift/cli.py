@@ -1,4 +1,4 @@
-"""The ``seqsift`` command line: ``search``, ``demo`` and ``bench``.
+"""The ``seqsift`` command line: ``search``, ``screen`` (screen_cli.py), ``demo`` and ``bench``.
 
 Bad input ends in one line on stderr (``seqsift: error: ...``) and exit status
 2, with no traceback and no partial output file.
@@ -16,6 +16,7 @@ from .engine import search
 from .engine.job import MODES
 from .errors import InputError
 from .patterns import STRAND_CHOICES
+from .screen_cli import add_screen_parser
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "20-nt guides drawn from it, k=3, both strands, and time it.")
     d.add_argument("-k", type=int, default=3, help="mismatches allowed (default 3)")
     _add_run_options(d)
+    add_screen_parser(commands, _add_run_options)
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_request:  # --help, --version, or a one-line usage error
         return exit_request.code
-    handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench}[args.command]
+    handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench}.get(args.command) or args.handler
     try:
         return handler(args)
     except InputError as err:

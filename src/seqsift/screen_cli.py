@@ -1,0 +1,89 @@
+"""The ``seqsift screen`` subcommand: Smith-Waterman screening of sequence pairs.
+
+``add_screen_parser(subcommands, add_run_options)`` adds it to the ``seqsift``
+parser (cli.py passes its ``_add_run_options``); ``cmd_screen(args)`` runs it.
+
+    seqsift screen QUERIES TARGETS [--threshold T] [-o hits.tsv] [--all-vs-all]
+                   [--match 2 --mismatch 1 --gap 1] [--no-align] [run options]
+
+Output: TSV (a ``#`` header line) on standard output or in the ``-o`` file,
+or Parquet for ``-o x.parquet``. Without --threshold: every pair's
+``query target score``. With --threshold T: the pairs scoring at least T, with
+``query_start query_end target_start target_end cigar`` (0-based, half-open;
+CIGAR of =, X, I, D) unless --no-align; ``--threshold 0`` lists every pair
+with its alignment.
+"""
+from __future__ import annotations
+
+import argparse
+
+from .errors import InputError
+
+_SEARCH_ONLY = (("chunk_size", "--chunk-size"), ("pattern_batch", "--pattern-batch"))
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
+    """Add ``screen`` to ``subcommands`` (argparse subparsers); returns its parser."""
+    s = subcommands.add_parser(
+        "screen", help="score sequence pairs by Smith-Waterman (local alignment)",
+        description="Score pairs of sequences (record k of QUERIES with record k of TARGETS, or every query "
+                    "with every target) by Smith-Waterman with linear gaps: +match for equal bases, -mismatch "
+                    "otherwise (N and other non-ACGT letters always mismatch), -gap per gap position. Print "
+                    "every pair's score, or with --threshold the pairs scoring at least T and their alignment.")
+    s.add_argument("queries", metavar="QUERIES", help="FASTA or FASTQ file (plain or gzip)")
+    s.add_argument("targets", metavar="TARGETS", help="FASTA or FASTQ file (plain or gzip)")
+    s.add_argument("-t", "--threshold", type=_whole_number, metavar="T",
+                   help="report only pairs with score >= T, with their alignment (0: every pair)")
+    s.add_argument("-o", "--output", help="output .tsv or .parquet (default: TSV on stdout)")
+    s.add_argument("--all-vs-all", action="store_true",
+                   help="every query against every target (default: records paired by order)")
+    s.add_argument("--match", type=_whole_number, default=2, help="score of equal bases, c1 (default 2)")
+    s.add_argument("--mismatch", type=_whole_number, default=1, help="penalty of unequal bases, c2 (default 1)")
+    s.add_argument("--gap", type=_whole_number, default=1, help="penalty per gap position, g (default 1)")
+    s.add_argument("--no-align", action="store_true", help="leave out the alignment columns")
+    s.add_argument("--word-bits", type=int, choices=[32, 64],
+                   help="pairs per machine word of sw-bpbc (default: 32 on GPUs, 64 on CPUs)")
+    s.add_argument("--batch-pairs", type=_positive_int, metavar="N",
+                   help="pairs per task (default: from the pair lengths and the workers)")
+    add_run_options(s)
+    for action in s._actions:  # the shared options are worded for search
+        if action.dest == "algorithm":
+            action.help = "auto (default), sw-bpbc (bit-sliced, 32/64 pairs per word) or sw-wordwise"
+        elif action.dest in {dest for dest, _ in _SEARCH_ONLY}:
+            action.help = argparse.SUPPRESS
+    s.set_defaults(handler=cmd_screen)
+    return s
+
+
+def cmd_screen(args) -> int:
+    from .engine.screen import screen
+
+    for dest, flag in _SEARCH_ONLY:
+        if getattr(args, dest, None) is not None:
+            raise InputError(f"{flag} is a search option; screen splits its work by --batch-pairs")
+    screen(args.queries, args.targets, threshold=args.threshold, match=args.match, mismatch=args.mismatch,
+           gap=args.gap, all_vs_all=args.all_vs_all, align=not args.no_align, output=args.output or "-",
+           algorithm=args.algorithm, backend=args.backend, word_bits=args.word_bits,
+           workers=getattr(args, "workers", None), gpus=getattr(args, "gpus", None),
+           scheduler=getattr(args, "scheduler", None), scheduler_file=getattr(args, "scheduler_file", None),
+           dashboard=getattr(args, "dashboard", False), batch_pairs=args.batch_pairs,
+           progress=not getattr(args, "no_progress", False), verbose=getattr(args, "verbose", False))
+    return 0
+
