@@ -106,6 +106,18 @@ ALGORITHMS: dict[str, Algorithm] = {
             {"cpu": "edit:myers_cpu", "cuda": "edit_cuda:myers"},
             "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
         ),
+        # Ho, Oh & Kim 2017 (papers/ho2017-levenshtein-warp-shuffle.txt): the row-parallel
+        # X-matrix DP; the CPU path is a Numba emulation of the same recurrence (rowdp_cpu.py).
+        Algorithm(
+            "edit-rowdp", "edit",
+            {"cpu": "rowdp:rowdp_cpu", "cuda": "rowdp:rowdp_global"},
+            "k-differences by the row-parallel X-matrix DP, one thread per text position (Ho et al., PASM_GPU, Algorithm 1)",
+        ),
+        Algorithm(
+            "edit-rowdp-shfl", "edit",
+            {"cpu": "rowdp:rowdp_cpu", "cuda": "rowdp:rowdp_shfl"},
+            "the row-parallel X-matrix DP with warp shuffles and shared memory (Ho et al., WsPASM_GPUshared, Algorithm 2)",
+        ),
     )
 }
 

@@ -1,0 +1,189 @@
+"""edit-rowdp and edit-rowdp-shfl: the row-parallel X-matrix DP of Ho, Oh & Kim (2017).
+
+    kernel(text, batch, k, owned_lo, owned_hi) -> EndHits   (see kernels/__init__.py)
+
+* :func:`rowdp_global` (``edit-rowdp``, CUDA): the paper's baseline PASM_GPU,
+  Algorithm 1 / equation (3), X matrix and DP rows in global memory;
+* :func:`rowdp_shfl` (``edit-rowdp-shfl``, CUDA): the paper's WsPASM_GPUshared,
+  Algorithm 2 / equation (4), D[i-1][j-1] by ``__shfl_up_sync``, text tile,
+  pattern, X and rows in shared memory;
+* :func:`rowdp_cpu` (both, CPU): the same recurrence in Numba (rowdp_cpu.py).
+
+The kernels are in ``rowdp.cu`` (its header proves the recurrence, the IUPAC
+form of X and the bounded window). The paper's algorithm searches one
+pattern over one text; here the grid is (text tile, row of the batch): a
+block of THREADS threads runs the DP of one row over a tile of
+THREADS x R columns (R columns per thread), the first m + k of which are the
+warm-up before the tile's owned ends. Rows are grouped by R, which is chosen
+so that the warm-up is a small share of the tile (:func:`columns_per_thread`).
+Rows whose m + k exceeds MAX_WARM_UP, and rows of length 0, are handed to
+edit-myers (on the GPU) and to the empty-pattern rule.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import EndHits
+from . import rowdp_cpu as _cpu
+from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+                      split_rows_over_text)
+
+THREADS = 256                      # ROWDP_THREADS in rowdp.cu
+COLUMNS = (1, 2, 4, 8, 16)         # the rowdp_shfl_r<R> kernels
+WARM_UP_SHARE = 32                 # aim: tile >= 32 x its warm-up (m + k)
+MAX_WARM_UP = THREADS * COLUMNS[-1] // 2  # m + k up to half the widest tile (2,048)
+MAX_BLOCKS_Y = 65_535
+SCRATCH_BYTES = 256 << 20          # rowdp_global: its rows of D in global memory per launch
+PIECE_CHARS = 1 << 25              # rowdp_global: text per X matrix (8 bytes per character)
+
+
+def columns_per_thread(m: int, k: int) -> int | None:
+    """R for a row of length m: the smallest with THREADS * R >= 32 (m + k), or None (too long)."""
+    warm = m + k
+    if warm > MAX_WARM_UP:
+        return None
+    for r in COLUMNS:
+        if THREADS * r >= WARM_UP_SHARE * warm:
+            return r
+    return COLUMNS[-1]
+
+
+# ---------------------------------------------------------------------------
+# CPU
+# ---------------------------------------------------------------------------
+
+def rowdp_cpu(text, batch, k, owned_lo, owned_hi, tile_span: int | None = None) -> EndHits:
+    """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi).
+
+    ``tile_span``: owned ends per tile, each tile with its own warm-up of
+    m + k characters as on the GPU (default: 16,384 or 8 (m + k)); tests set
+    it small to cross many tile borders.
+    """
+    text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
+    if k < 0 or hi <= lo:
+        return EndHits.empty()
+    rows = np.flatnonzero(lengths > 0)
+    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    if rows.size:
+        warm = int(lengths[rows].max()) + k
+        span = tile_span or max(1 << 14, 8 * warm)
+        task_rows, task_lo, task_hi = split_rows_over_text(rows, lo, hi, min_span=max(span, 4 * warm))
+        parts.append(run_buffered_tasks(
+            _cpu.rowdp_tasks, len(task_rows),
+            (text, masks, lengths, np.int64(k), task_rows, task_lo, task_hi, np.int64(span))))
+    return concat_hits(parts)
+
+
+# ---------------------------------------------------------------------------
+# CUDA
+# ---------------------------------------------------------------------------
+
+def rowdp_global(text, batch, k: int, owned_lo: int, owned_hi: int, columns: int | None = None) -> EndHits:
+    """edit-rowdp: PASM_GPU (Algorithm 1, equation 3) on the GPU."""
+    return _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle=False, columns=columns)
+
+
+def rowdp_shfl(text, batch, k: int, owned_lo: int, owned_hi: int, columns: int | None = None) -> EndHits:
+    """edit-rowdp-shfl: WsPASM_GPUshared (Algorithm 2, equation 4) on the GPU."""
+    return _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle=True, columns=columns)
+
+
+def _shared_bytes(r: int, m_max: int) -> int:
+    """rowdp_shfl_r<r>'s dynamic shared memory: 2 rows of D, X (4 x W), pattern, text tile."""
+    width = THREADS * r
+    return 2 * 2 * (width + 1) + 4 * 2 * width + m_max + width
+
+
+def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int | None) -> EndHits:
+    import cupy
+
+    from .cuda import compact_hits_buffers, load_module, to_device_text
+
+    lengths = np.asarray(batch.lengths, dtype=np.int32)
+    text_device = to_device_text(text)
+    lo, hi = max(0, int(owned_lo)), min(int(text_device.size), int(owned_hi))
+    if k < 0 or hi <= lo or batch.rows == 0:
+        return EndHits.empty()
+    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    # Rows by columns per thread (the tile width); too long rows go to edit-myers.
+    chosen = np.array([columns or columns_per_thread(int(m), k) or 0 if m > 0 else -1 for m in lengths])
+    if columns is not None:
+        chosen[(lengths + k > MAX_WARM_UP) | (lengths + k >= THREADS * columns)] = 0
+        chosen[lengths == 0] = -1
+    too_long = np.flatnonzero(chosen == 0)
+    groups = [(int(r), np.flatnonzero(chosen == r).astype(np.int32)) for r in COLUMNS if (chosen == r).any()]
+
+    if groups:
+        module = load_module("rowdp.cu")
+        masks = cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8))
+        lengths_device = cupy.asarray(lengths)
+        searched = sum(rows.size for _, rows in groups)
+        capacity = max(1 << 16, min(4, searched) * (hi - lo))
+        while True:
+            count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+            for r, rows in groups:
+                _launch_group(module, text_device, masks, lengths_device, lengths, rows, r, k, lo, hi,
+                              shuffle, (count, np.uint64(capacity), out_row, out_end, out_dist))
+            found = int(count.get()[0])
+            if found <= capacity:
+                break
+            capacity = found  # rare: more hits than slots; run again with room for all
+        parts.append(EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()))
+    if too_long.size:
+        from .edit_cuda import _subset, myers
+
+        hits = myers(text_device, _subset(batch, too_long), k, lo, hi)
+        parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))
+    return concat_hits(parts)
+
+
+def _launch_group(module, text_device, masks, lengths_device, lengths, rows, r: int, k: int, lo: int, hi: int,
+                  shuffle: bool, hit_args: tuple) -> None:
+    """All launches for the rows of one tile width: pieces of text x chunks of rows."""
+    import cupy
+
+    width = THREADS * r
+    m_max = int(lengths[rows].max())
+    owned_per_tile = width - (m_max + k)  # >= width / 2 by MAX_WARM_UP
+    if shuffle:
+        kernel = module.get_function(f"rowdp_shfl_r{r}")
+        shared = _shared_bytes(r, m_max)
+        if shared > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared
+        max_blocks = 1 << 30
+        piece = hi - lo
+    else:
+        kernel = module.get_function("rowdp_global")
+        x_kernel = module.get_function("rowdp_x_matrix")
+        max_blocks = max(1, SCRATCH_BYTES // (2 * 2 * (width + 1)))
+        piece = min(PIECE_CHARS, max_blocks * owned_per_tile)
+        scratch = None
+    rows_device = cupy.asarray(rows)
+    for piece_lo in range(lo, hi, piece):
+        piece_hi = min(hi, piece_lo + piece)
+        tiles = -(-(piece_hi - piece_lo) // owned_per_tile)
+        if not shuffle:
+            # Algorithm 1, lines 4-8: the X matrix of this piece (and its warm-up).
+            x_lo = max(0, piece_lo - (m_max + k))
+            x_len = piece_hi - x_lo
+            x_matrix = cupy.empty(4 * x_len, dtype=cupy.uint16)
+            x_kernel((min(-(-x_len // 256), 1 << 16),), (256,),
+                     (text_device, np.int64(x_lo), np.int64(x_len), np.int32(k), x_matrix))
+        rows_per_launch = max(1, min(MAX_BLOCKS_Y, max_blocks // tiles))
+        for first in range(0, rows.size, rows_per_launch):
+            chunk = rows_device[first:first + rows_per_launch]
+            grid = (tiles, int(chunk.size))
+            if shuffle:
+                kernel(grid, (THREADS,),
+                       (text_device, masks, np.int32(masks.shape[1]), lengths_device, chunk, np.int32(k),
+                        np.int32(m_max), np.int64(piece_lo), np.int64(piece_hi), np.int32(owned_per_tile),
+                        *hit_args),
+                       shared_mem=shared)
+            else:
+                blocks = tiles * int(chunk.size)
+                if scratch is None or scratch.size < blocks * 2 * (width + 1):
+                    scratch = cupy.empty(blocks * 2 * (width + 1), dtype=cupy.int16)
+                kernel(grid, (THREADS,),
+                       (x_matrix, np.int64(x_lo), np.int64(x_len), masks, np.int32(masks.shape[1]),
+                        lengths_device, chunk, np.int32(k), np.int64(piece_lo), np.int64(piece_hi),
+                        np.int32(owned_per_tile), np.int32(r), scratch, *hit_args))
