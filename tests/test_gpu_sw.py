@@ -5,7 +5,7 @@ kernels, with 32 and 64 pairs per word, run against the CPU sw-bpbc for pair
 counts that are not multiples of 32 or 64, m up to 512 (several rounds of
 warps per block) and n up to 65,536, with and without the saturating
 mismatch path (c2 > g), N's, and planted similar regions (high scores: the
-top bits of s).
+top bits of s); and the threshold flag kernels against the CPU scores.
 """
 from __future__ import annotations
 
@@ -79,6 +79,19 @@ def test_all_equal_and_all_n_pairs():
     for scoring in SCORINGS:
         scores = check(x, y, scoring)
         assert scores[1] == scoring.match * 511 and scores[0] == 0
+
+
+@pytest.mark.parametrize("scoring", SCORINGS, ids=str)
+@pytest.mark.parametrize("pairs, m, n", [(77, 128, 1024), (33, 300, 700), (130, 20, 5000)])
+def test_threshold_flags_match_cpu_scores(scoring, pairs, m, n):
+    """The sw_reach kernels: score >= T exactly, with 32 and 64 pairs per word, rows in rounds too."""
+    rng = np.random.default_rng(pairs + m)
+    x, y = random_pairs(rng, pairs, m, n)
+    expected = sw.bpbc_cpu(x, y, scoring)
+    for threshold in sorted({1, 9, int(np.median(expected)), int(expected.max()), int(expected.max()) + 1}):
+        for word_bits in (32, 64):
+            flags = sw.bpbc_reach_cuda(x, y, scoring, threshold, word_bits=word_bits)
+            assert (flags == (expected >= threshold)).all(), (threshold, word_bits)
 
 
 @pytest.mark.parametrize("word_bits", [32, 64])

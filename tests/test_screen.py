@@ -320,6 +320,29 @@ def test_score_width_never_overflows():
             assert sw.score_bits(scoring, m) == (match * m + gap).bit_length()
 
 
+@pytest.mark.parametrize("scoring", SCORINGS, ids=str)
+def test_threshold_flags_equal_score_at_least_threshold(scoring):
+    """The flag kernel (numbers only wide enough for T, values past T left to wrap) says exactly
+    score >= T, for thresholds below, at and above the scores of random and similar pairs."""
+    rng = np.random.default_rng(scoring.gap * 7 + scoring.match)
+    xs = [random_dna(rng, int(rng.integers(1, 200)), n_rate=0.01) for _ in range(150)]
+    ys = [similar(rng, x, 0.1) + random_dna(rng, int(rng.integers(0, 400))) if k % 2 else
+          random_dna(rng, int(rng.integers(1, 600))) for k, x in enumerate(xs)]
+    x_codes, y_codes = code_matrix(xs), code_matrix(ys)
+    expected = np.array([parasail_score(x, y, scoring) for x, y in zip(xs, ys)])
+    thresholds = {0, 1, 2, 5, 17, int(np.median(expected)), int(expected.max()), int(expected.max()) + 1}
+    for threshold in sorted(thresholds):
+        for word_bits in (32, 64):
+            got = sw.pairs_reaching("sw-bpbc", "cpu", x_codes, y_codes, scoring, threshold, word_bits=word_bits)
+            assert (got == (expected >= threshold)).all(), (threshold, word_bits)
+            if threshold >= 1:   # the flag kernel itself, even where the full scores would be as narrow
+                flags = sw.bpbc_reach_cpu(x_codes, y_codes, scoring, threshold, word_bits=word_bits)
+                assert (flags == (expected >= threshold)).all(), (threshold, word_bits)
+        wordwise = sw.pairs_reaching("sw-wordwise", "cpu", x_codes, y_codes, scoring, threshold)
+        assert (wordwise == (expected >= threshold)).all()
+    assert sw.reach_bits(scoring, 17) < sw.score_bits(scoring, 199)
+
+
 def test_lambda_reads_against_genome_windows(real_data):
     """Real reads (sequencing errors, N's) against 2 kb windows of the lambda genome, every pair."""
     with gzip.open(real_data / "lambda_phage.fa.gz", "rt") as handle:
@@ -816,26 +839,37 @@ template <typename W> std::vector<W> read(size_t count) {
     for (auto &x : v) { unsigned long long y; if (scanf("%llu", &y) != 1) exit(3); x = (W)y; }
     return v;
 }
-template <typename W, int S, bool PAPER> void bpbc(int m32, int n, int groups, int sat, int warps) {
-    auto x = read<W>((size_t)groups * 3 * m32), y = read<W>((size_t)groups * 3 * n), c = read<W>(3 * S);
-    std::vector<W> boundary((size_t)groups * n * S + 1), out((size_t)groups * S);
+template <typename W, int S, bool PAPER, bool REACHED> void bpbc(int m32, int n, int groups, int sat, int warps) {
+    // constants: k1, k2, g and (REACHED) the threshold, S words each
+    auto x = read<W>((size_t)groups * 3 * m32), y = read<W>((size_t)groups * 3 * n);
+    auto c = read<W>((REACHED ? 4 : 3) * S);
+    std::vector<W> boundary((size_t)groups * n * S + 1), out((size_t)groups * (REACHED ? 1 : S));
     launch_blocks(groups, 32 * warps, [&] {
-        sw_bpbc_body<W, S, PAPER>(x.data(), y.data(), m32, n, c.data(), sat, boundary.data(), out.data()); });
+        sw_bpbc_body<W, S, PAPER, REACHED>(x.data(), y.data(), m32, n, c.data(), sat, c.data() + 3 * S,
+                                           boundary.data(), out.data()); });
     for (auto v : out) printf("%llu\n", (unsigned long long)v);
 }
-template <typename W, int S> void bpbc_any(bool paper, int m32, int n, int groups, int sat, int warps) {
-    if (paper) bpbc<W, S, true>(m32, n, groups, sat, warps); else bpbc<W, S, false>(m32, n, groups, sat, warps);
+template <typename W, int S> void bpbc_any(bool paper, bool reached, int m32, int n, int groups, int sat, int warps) {
+    if (reached) {
+        if (paper) bpbc<W, S, true, true>(m32, n, groups, sat, warps);
+        else bpbc<W, S, false, true>(m32, n, groups, sat, warps);
+    } else {
+        if (paper) bpbc<W, S, true, false>(m32, n, groups, sat, warps);
+        else bpbc<W, S, false, false>(m32, n, groups, sat, warps);
+    }
 }
 int main() {
     int mode, bits;
     if (scanf("%d %d", &mode, &bits) != 2) return 2;
-    if (mode == 0) {   // sw_bpbc_body: S m32 n groups sat warps paper, x planes, y planes, constants
-        int S, m32, n, groups, sat, warps, paper;
-        if (scanf("%d %d %d %d %d %d %d", &S, &m32, &n, &groups, &sat, &warps, &paper) != 7) return 2;
-        if (bits == 32 && S == 9) bpbc_any<u32, 9>(paper, m32, n, groups, sat, warps);
-        else if (bits == 32 && S == 11) bpbc_any<u32, 11>(paper, m32, n, groups, sat, warps);
-        else if (bits == 64 && S == 9) bpbc_any<u64, 9>(paper, m32, n, groups, sat, warps);
-        else if (bits == 64 && S == 11) bpbc_any<u64, 11>(paper, m32, n, groups, sat, warps);
+    if (mode == 0) {   // sw_bpbc_body: S m32 n groups sat warps paper reached, x planes, y planes, constants
+        int S, m32, n, groups, sat, warps, paper, reached;
+        if (scanf("%d %d %d %d %d %d %d %d", &S, &m32, &n, &groups, &sat, &warps, &paper, &reached) != 8) return 2;
+        if (bits == 32 && S == 6) bpbc_any<u32, 6>(paper, reached, m32, n, groups, sat, warps);
+        else if (bits == 32 && S == 9) bpbc_any<u32, 9>(paper, reached, m32, n, groups, sat, warps);
+        else if (bits == 32 && S == 11) bpbc_any<u32, 11>(paper, reached, m32, n, groups, sat, warps);
+        else if (bits == 64 && S == 6) bpbc_any<u64, 6>(paper, reached, m32, n, groups, sat, warps);
+        else if (bits == 64 && S == 9) bpbc_any<u64, 9>(paper, reached, m32, n, groups, sat, warps);
+        else if (bits == 64 && S == 11) bpbc_any<u64, 11>(paper, reached, m32, n, groups, sat, warps);
         else return 4;
     } else if (mode == 1) {   // W2B: pairs len_in len_out, codes
         long long pairs; int len_in, len_out;
@@ -931,11 +965,21 @@ def test_cuda_bpbc_kernel_on_the_host(cuda_on_host, case):
     constants = np.concatenate([sw_cpu.sliced_constant(v, width, dtype) for v in (k1, k2, kg)])
     warps = warps or sw.bpbc_geometry(m32, width, bits)[0]
     paper = int((scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1))
-    sliced = cuda_on_host(f"0 {bits} {width} {m32} {n} {groups} {int(sat)} {warps} {paper}",
+    sliced = cuda_on_host(f"0 {bits} {width} {m32} {n} {groups} {int(sat)} {warps} {paper} 0",
                           x_planes, y_planes, constants)
     scores = np.zeros(pairs, np.int64)
     sw_cpu.b2w(sliced.astype(dtype).reshape(groups, width), pairs, word, masks, shifts, scores)
-    assert (scores == sw.bpbc_cpu(x, y, scoring)).all()
+    expected = sw.bpbc_cpu(x, y, scoring)
+    assert (scores == expected).all()
+    # The flag kernel (REACHED) at thresholds whose numbers fit in the same width, or in 6 bits
+    for threshold in sorted({1, int(np.median(expected)), int(expected.max()), int(expected.max()) + 1}):
+        flag_width = width if sw.reach_bits(scoring, threshold) > 6 else 6
+        k1, k2, sat, kg = sw._constants(scoring, flag_width)
+        constants = np.concatenate([sw_cpu.sliced_constant(v, flag_width, dtype) for v in (k1, k2, kg, threshold)])
+        words = cuda_on_host(f"0 {bits} {flag_width} {m32} {n} {groups} {int(sat)} {warps} {paper} 1",
+                             x_planes, y_planes, constants)
+        flags = ((words[:, None] >> np.arange(bits, dtype=np.uint64)[None, :]) & 1).reshape(-1)[:pairs]
+        assert (flags.astype(bool) == (expected >= threshold)).all(), threshold
 
 
 @pytest.mark.parametrize("bits", [32, 64])

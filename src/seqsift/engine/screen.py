@@ -391,16 +391,21 @@ def run_screen_task(sequences: _Sequences, task: PairTask, job: _Job) -> dict:
     y_codes = np.empty((pairs, task.n), dtype=np.uint8)
     sw_cpu.gather_rows(sequences.codes, x_start, x_len, task.m, x_codes)
     sw_cpu.gather_rows(sequences.codes, y_start, y_len, task.n, y_codes)
-    scores = sw_kernels.pair_scores(job.algorithm, job.backend, x_codes, y_codes, job.scoring,
-                                    word_bits=job.word_bits, min_length=int(x_len.max()))
-    del x_codes, y_codes
+    options = dict(word_bits=job.word_bits, min_length=int(x_len.max()))
     if job.threshold is None:
-        return {"scores": scores}
-    keep = np.flatnonzero(scores >= job.threshold)
-    result = {"query": qi[keep], "target": ti[keep], "score": scores[keep]}
+        return {"scores": sw_kernels.pair_scores(job.algorithm, job.backend, x_codes, y_codes, job.scoring,
+                                                 **options)}
+    # Screening: which pairs reach the threshold (a cheaper flag kernel), then
+    # the scores of those few.
+    keep = np.flatnonzero(sw_kernels.pairs_reaching(job.algorithm, job.backend, x_codes, y_codes, job.scoring,
+                                                    job.threshold, **options))
+    scores = sw_kernels.pair_scores(job.algorithm, job.backend, x_codes[keep], y_codes[keep], job.scoring,
+                                    **options) if keep.size else np.zeros(0, np.int32)
+    del x_codes, y_codes
+    result = {"query": qi[keep], "target": ti[keep], "score": scores}
     if job.align:
         coords, cigars = sw_kernels.align(sequences.codes, q_start[keep], q_len[keep], t_start[keep], t_len[keep],
-                                          scores[keep], job.scoring)
+                                          scores, job.scoring)
         result["coords"] = coords
         result["cigar"] = cigars
     return result

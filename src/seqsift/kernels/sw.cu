@@ -246,6 +246,16 @@ __device__ __forceinline__ void shfl_xor_max(W (&best)[S], int offset) {
     max_b<W, S>(best, best, other);
 }
 
+// 1 where H >= T: no borrow out of H - T (T bit-sliced in t, a constant per
+// launch); one three-input operation per bit, against 2S for max_b.
+template <typename W, int S>
+__device__ __forceinline__ W at_least(const W (&h)[S], const W (&t)[S]) {
+    W p = 0;
+#pragma unroll
+    for (int i = 0; i < S; ++i) p = (t[i] & (~h[i] | p)) | (~h[i] & p);
+    return ~p;
+}
+
 // --------------------------------------------------------------------------
 // Step 3: one block per word group; see the header comment.
 //   x_planes[(g * 3 + plane) * m32 + row], y_planes[(g * 3 + plane) * n + col]
@@ -253,15 +263,24 @@ __device__ __forceinline__ void shfl_xor_max(W (&best)[S], int offset) {
 //   bit-sliced; sat = (c2 > g)
 //   boundary[(g * n + col) * S + b]: the last row of a round (rounds > 1 only)
 //   out[g * S + b]: bit b of the group's best scores
+//
+// REACHED (sw_reach* kernels, screening with a threshold T): instead of the
+// running maximum (2S operations a cell) each thread keeps one word, bit k set
+// once a cell of pair k reached T (S + 1 operations), and out[g] is the OR of
+// the block's words. S then only has to hold T - 1 + c1 + g, not the best
+// score: the first cell of a pair to reach T has every predecessor below T, so
+// it is computed exactly; what that pair's cells hold afterwards (they may
+// wrap around 2^S) no longer matters, and bit-sliced lanes never mix pairs.
 // --------------------------------------------------------------------------
 // PAPER_SCORES: the paper's (and seqsift's default) c1 = 2, c2 = 1, g = 1 as
 // compile-time constants, so that the adders shrink where a constant bit is 0
 // (104 instead of 135 LOP3 per step at S = 9, running maximum included);
 // otherwise the constants come from `constants`.
-template <typename W, int S, bool PAPER_SCORES>
+template <typename W, int S, bool PAPER_SCORES, bool REACHED>
 __device__ __forceinline__ void sw_bpbc_body(const W *__restrict__ x_planes, const W *__restrict__ y_planes,
                                              int m32, int n, const W *__restrict__ constants, int sat,
-                                             W *__restrict__ boundary, W *__restrict__ out) {
+                                             const W *__restrict__ threshold, W *__restrict__ boundary,
+                                             W *__restrict__ out) {
     extern __shared__ __align__(16) unsigned char sw_shared[];
     W *ring = reinterpret_cast<W *>(sw_shared);   // [warp - 1][SW_RING][S]: rows leaving each warp
 
@@ -291,8 +310,13 @@ __device__ __forceinline__ void sw_bpbc_body(const W *__restrict__ x_planes, con
     const bool SAT = PAPER_SCORES ? false : sat != 0;
 
     W best[S];   // R: this thread's running maximum over all its rows
+    W TH[S];     // REACHED: the threshold T, bit-sliced
+    W reached = 0;
 #pragma unroll
-    for (int b = 0; b < S; ++b) best[b] = 0;
+    for (int b = 0; b < S; ++b) {
+        best[b] = 0;
+        TH[b] = REACHED ? threshold[b] : (W)0;
+    }
 
     const W *xg = x_planes + g * SW_PLANES * (long long)m32;
     const W *yg = y_planes + g * SW_PLANES * (long long)n;
@@ -346,7 +370,8 @@ __device__ __forceinline__ void sw_bpbc_body(const W *__restrict__ x_planes, con
                         const W y0 = yg[j], y1 = yg[n + j], yn = yg[2 * n + j];
                         const W e = (x0 ^ y0) | (x1 ^ y1) | xn | yn;   // matching_B's flag, N never matches
                         sw_cell<W, S>(h, up, diag, e, K1, K2, SAT, KG);
-                        max_b<W, S>(best, best, h);
+                        if constexpr (REACHED) reached |= at_least<W, S>(h, TH);
+                        else max_b<W, S>(best, best, h);
                         if (lane == 31) {
                             if (to_ring) {
                                 W *slot = ring + (warp * SW_RING + (j & (SW_RING - 1))) * S;
@@ -366,40 +391,59 @@ __device__ __forceinline__ void sw_bpbc_body(const W *__restrict__ x_planes, con
         }
     }
 
-    // Reduce the threads' maxima: within each warp by shuffles, then across warps.
+    // Reduce over the block's threads: within each warp by shuffles, then across
+    // warps through shared memory (the rings are no longer read: the last phase
+    // ended with a barrier).
+    W *partial = ring;
+    if constexpr (REACHED) {   // OR of the flags
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) shfl_xor_max<W, S>(best, offset);
-    W *partial = ring;   // the rings are no longer read (the last phase ended with a barrier)
-    if (lane == 0) {
-#pragma unroll
-        for (int b = 0; b < S; ++b) partial[warp * S + b] = best[b];
-    }
-    __syncthreads();
-    if (warp == 0) {
-#pragma unroll
-        for (int b = 0; b < S; ++b) best[b] = lane < warps ? partial[lane * S + b] : (W)0;
+        for (int offset = 16; offset > 0; offset >>= 1) reached |= __shfl_xor_sync(FULL_MASK, reached, offset);
+        if (lane == 0) partial[warp] = reached;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < warps; ++w) reached |= partial[w];
+            out[g] = reached;
+        }
+    } else {                   // maximum of the running maxima
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) shfl_xor_max<W, S>(best, offset);
         if (lane == 0) {
 #pragma unroll
-            for (int b = 0; b < S; ++b) out[g * S + b] = best[b];
+            for (int b = 0; b < S; ++b) partial[warp * S + b] = best[b];
+        }
+        __syncthreads();
+        if (warp == 0) {
+#pragma unroll
+            for (int b = 0; b < S; ++b) best[b] = lane < warps ? partial[lane * S + b] : (W)0;
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) shfl_xor_max<W, S>(best, offset);
+            if (lane == 0) {
+#pragma unroll
+                for (int b = 0; b < S; ++b) out[g * S + b] = best[b];
+            }
         }
     }
 }
 
-#define SW_BPBC_KERNEL(W, BITS, S, NAME, PAPER)                                                                 \
+#define SW_BPBC_KERNEL(W, S, NAME, PAPER, REACHED)                                                              \
     extern "C" __global__ void __launch_bounds__(32 * SW_MAX_WARPS)                                             \
-        NAME(const W *x_planes, const W *y_planes, int m32, int n, const W *constants, int sat, W *boundary,    \
-             W *out) {                                                                                          \
-        sw_bpbc_body<W, S, PAPER>(x_planes, y_planes, m32, n, constants, sat, boundary, out);                    \
+        NAME(const W *x_planes, const W *y_planes, int m32, int n, const W *constants, int sat,                \
+             const W *threshold, W *boundary, W *out) {                                                         \
+        sw_bpbc_body<W, S, PAPER, REACHED>(x_planes, y_planes, m32, n, constants, sat, threshold, boundary,    \
+                                           out);                                                                \
     }
 
-// Any scores: sw_bpbc32_sS / sw_bpbc64_sS; c1, c2, g = 2, 1, 1: sw_bpbc32_sS_paper / sw_bpbc64_sS_paper.
+// Best scores, any scoring: sw_bpbc32_sS / sw_bpbc64_sS; c1, c2, g = 2, 1, 1:
+// sw_bpbc32_sS_paper / sw_bpbc64_sS_paper. Threshold flags: sw_reach32_sS[_paper], sw_reach64_...
 #define SW_BPBC_KERNELS(S)                                                                                      \
-    SW_BPBC_KERNEL(u32, 32, S, sw_bpbc32_s##S, false)                                                           \
-    SW_BPBC_KERNEL(u64, 64, S, sw_bpbc64_s##S, false)                                                           \
-    SW_BPBC_KERNEL(u32, 32, S, sw_bpbc32_s##S##_paper, true)                                                    \
-    SW_BPBC_KERNEL(u64, 64, S, sw_bpbc64_s##S##_paper, true)
+    SW_BPBC_KERNEL(u32, S, sw_bpbc32_s##S, false, false)                                                        \
+    SW_BPBC_KERNEL(u64, S, sw_bpbc64_s##S, false, false)                                                        \
+    SW_BPBC_KERNEL(u32, S, sw_bpbc32_s##S##_paper, true, false)                                                 \
+    SW_BPBC_KERNEL(u64, S, sw_bpbc64_s##S##_paper, true, false)                                                 \
+    SW_BPBC_KERNEL(u32, S, sw_reach32_s##S, false, true)                                                        \
+    SW_BPBC_KERNEL(u64, S, sw_reach64_s##S, false, true)                                                        \
+    SW_BPBC_KERNEL(u32, S, sw_reach32_s##S##_paper, true, true)                                                 \
+    SW_BPBC_KERNEL(u64, S, sw_reach64_s##S##_paper, true, true)
 
 // One score width per compilation: the launcher compiles this file once per
 // width S it needs (sw.py GPU_SCORE_WIDTHS) with -DSW_SCORE_BITS=S; all

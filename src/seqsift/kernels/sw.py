@@ -27,6 +27,9 @@ Algorithms (:data:`SW_ALGORITHMS`, registered like ``seqsift.kernels.ALGORITHMS`
 * ``sw-wordwise``: one pair per thread (CUDA) or loop iteration (CPU), the
   conventional kernel the paper compares with.
 
+:func:`pairs_reaching` answers "score >= T?" for every pair; sw-bpbc does it
+with a flag kernel that keeps one bit per pair instead of its running maximum
+and numbers only wide enough for T (faster: see sw.cu, REACHED).
 :func:`align` computes the local alignments (coordinates and CIGAR) of the
 pairs that pass a threshold, on the host.
 """
@@ -39,7 +42,8 @@ import numpy as np
 from . import Algorithm
 from . import sw_cpu
 
-__all__ = ["Scoring", "SW_ALGORITHMS", "score_bits", "pair_scores", "align", "GPU_SCORE_WIDTHS"]
+__all__ = ["Scoring", "SW_ALGORITHMS", "score_bits", "reach_bits", "pair_scores", "pairs_reaching", "align",
+           "GPU_SCORE_WIDTHS"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
@@ -90,6 +94,12 @@ def score_bits(scoring: Scoring, min_length: int) -> int:
     return int(bound).bit_length()
 
 
+def reach_bits(scoring: Scoring, threshold: int) -> int:
+    """Bits s of the sw_reach kernels for threshold T >= 1: T - 1 + c1 + g and the constants fit (sw.cu)."""
+    bound = max(int(threshold) - 1 + scoring.match + scoring.gap, scoring.mismatch, scoring.gap, 1)
+    return int(bound).bit_length()
+
+
 def max_min_length(scoring: Scoring) -> int:
     """The longest shorter-sequence length whose scores fit the int32 output."""
     return ((1 << MAX_SCORE_BITS) - 1 - scoring.gap) // scoring.match
@@ -132,9 +142,30 @@ def bpbc_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=N
     pairs, m, n, bound = _shapes(x_codes, y_codes, min_length)
     if pairs == 0 or m == 0 or n == 0:
         return np.zeros(pairs, np.int32)
-    word_bits = word_bits or 64
-    dtype = _word(word_bits)
     s = score_bits(scoring, bound)
+    sliced, transpose = _cpu_bit_sliced(x_codes, y_codes, scoring, word_bits or 64, s, None, paper_cell)
+    scores = np.empty(pairs, np.int32)
+    sw_cpu.b2w(sliced, pairs, *transpose, scores)
+    return scores
+
+
+def bpbc_reach_cpu(x_codes, y_codes, scoring: Scoring, threshold: int, *, word_bits=None, min_length=None):
+    """Whether each pair's score reaches ``threshold`` (>= 1), by sw-bpbc with a 1-bit flag per pair (sw.cu)."""
+    x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
+    y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
+    pairs, m, n, _ = _shapes(x_codes, y_codes, min_length)
+    if pairs == 0 or m == 0 or n == 0:
+        return np.zeros(pairs, bool)
+    word_bits = word_bits or 64
+    sliced, _ = _cpu_bit_sliced(x_codes, y_codes, scoring, word_bits, reach_bits(scoring, threshold), threshold)
+    return _unpack_flags(sliced[:, 0], word_bits, pairs)
+
+
+def _cpu_bit_sliced(x_codes, y_codes, scoring: Scoring, word_bits: int, s: int, threshold, paper_cell=False):
+    """W2B and the bit-sliced DP on the CPU: (groups, s) words, and the (word, masks, shifts) of B2W."""
+    pairs, m = x_codes.shape
+    n = y_codes.shape[1]
+    dtype = _word(word_bits)
     masks, shifts = sw_cpu.transpose_tables(word_bits)
     word = np.zeros(word_bits, dtype)
     groups = -(-pairs // word_bits)
@@ -149,13 +180,19 @@ def bpbc_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=N
                                  sw_cpu.sliced_constant(scoring.gap, s, dtype), sliced)
     else:
         k1, k2, sat, kg = _constants(scoring, s)
+        flag_at = sw_cpu.sliced_constant(threshold, s, dtype) if threshold else np.empty(0, dtype)
         sw_cpu.bpbc_sliced(x_planes, y_planes, sw_cpu.sliced_constant(k1, s, dtype),
                            sw_cpu.sliced_constant(k2, s, dtype),
                            np.array([np.iinfo(dtype).max if sat else 0], dtype),
-                           sw_cpu.sliced_constant(kg, s, dtype), sliced)
-    scores = np.empty(pairs, np.int32)
-    sw_cpu.b2w(sliced, pairs, word, masks, shifts, scores)
-    return scores
+                           sw_cpu.sliced_constant(kg, s, dtype), flag_at, sliced)
+    return sliced, (word, masks, shifts)
+
+
+def _unpack_flags(words, word_bits: int, pairs: int):
+    """One flag word per group (bit k: pair k of the group) -> a bool per pair (NumPy or CuPy)."""
+    xp = np if isinstance(words, np.ndarray) else __import__("cupy")
+    bits = (words[:, None] >> xp.arange(word_bits, dtype=words.dtype)[None, :]) & 1
+    return bits.reshape(-1)[:pairs].astype(bool)
 
 
 def wordwise_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
@@ -212,8 +249,10 @@ def bpbc_geometry(m32: int, width: int, word_bits: int) -> tuple[int, int]:
     return warps, shared(warps)
 
 
-def cuda_sw_bpbc(x_planes, y_planes, m32: int, n: int, scoring: Scoring, width: int, word_bits: int):
-    """The bit-sliced SW kernel: best scores of every group, (groups, width) words, on the device."""
+def cuda_sw_bpbc(x_planes, y_planes, m32: int, n: int, scoring: Scoring, width: int, word_bits: int,
+                 threshold: int | None = None):
+    """The bit-sliced SW kernel on the device: the best scores of every group, (groups, width)
+    words; with a ``threshold`` T (sw_reach kernels), one flag word per group, (groups, 1)."""
     import cupy
 
     from .cuda import load_module
@@ -224,16 +263,19 @@ def cuda_sw_bpbc(x_planes, y_planes, m32: int, n: int, scoring: Scoring, width: 
     stripes = m32 // 32
     rounds = -(-stripes // warps)
     dtype = _word(word_bits)
-    out = cupy.zeros((groups, width), dtype=dtype)
+    out = cupy.zeros((groups, 1 if threshold else width), dtype=dtype)
     # Rows past one block's warps run in rounds; the last row of a round reaches
     # the next round through this buffer (n columns x width words per group).
     boundary = cupy.empty((groups, n, width) if rounds > 1 else (1,), dtype=dtype)
-    constants = cupy.asarray(np.concatenate([sw_cpu.sliced_constant(value, width, dtype) for value in (k1, k2, kg)]))
+    values = (k1, k2, kg) + ((threshold,) if threshold else ())
+    constants = cupy.asarray(np.concatenate([sw_cpu.sliced_constant(v, width, dtype) for v in values]))
     if groups:
         paper = "_paper" if (scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1) else ""
-        kernel = load_module("sw.cu", SW_SCORE_BITS=width).get_function(f"sw_bpbc{word_bits}_s{width}{paper}")
+        name = f"sw_{'reach' if threshold else 'bpbc'}{word_bits}_s{width}{paper}"
+        kernel = load_module("sw.cu", SW_SCORE_BITS=width).get_function(name)
         kernel((groups,), (32 * warps,),
-               (x_planes, y_planes, np.int32(m32), np.int32(n), constants, np.int32(1 if sat else 0), boundary, out),
+               (x_planes, y_planes, np.int32(m32), np.int32(n), constants, np.int32(1 if sat else 0),
+                constants[3 * width:], boundary, out),
                shared_mem=shared)
     return out
 
@@ -260,20 +302,36 @@ def bpbc_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=
     Rows are padded to a multiple of 32 (one warp per 32-row stripe); the
     padding rows are N and change no score.
     """
-    import cupy
-
-    x_dev = cupy.ascontiguousarray(cupy.asarray(x_codes, dtype=cupy.uint8))
-    y_dev = cupy.ascontiguousarray(cupy.asarray(y_codes, dtype=cupy.uint8))
-    pairs, m, n, bound = _shapes(x_dev, y_dev, min_length)
+    pairs, m, n, bound = _shapes(x_codes, y_codes, min_length)
     if pairs == 0 or m == 0 or n == 0:
         return np.zeros(pairs, np.int32)
     word_bits = word_bits or 32
     width = gpu_score_width(score_bits(scoring, bound))
-    m32 = -(-m // 32) * 32
-    x_planes = cuda_w2b(x_dev, pairs, m32, word_bits)
-    y_planes = cuda_w2b(y_dev, pairs, n, word_bits)
-    sliced = cuda_sw_bpbc(x_planes, y_planes, m32, n, scoring, width, word_bits)
+    sliced = cuda_sw_bpbc(*_cuda_planes(x_codes, y_codes, word_bits), scoring, width, word_bits)
     return cuda_b2w(sliced, pairs, word_bits).get()
+
+
+def bpbc_reach_cuda(x_codes, y_codes, scoring: Scoring, threshold: int, *, word_bits=None, min_length=None):
+    """Whether each pair's score reaches ``threshold`` (>= 1): sw-bpbc's sw_reach kernels on the GPU."""
+    pairs, m, n, _ = _shapes(x_codes, y_codes, min_length)
+    if pairs == 0 or m == 0 or n == 0:
+        return np.zeros(pairs, bool)
+    word_bits = word_bits or 32
+    width = gpu_score_width(reach_bits(scoring, threshold))
+    flags = cuda_sw_bpbc(*_cuda_planes(x_codes, y_codes, word_bits), scoring, width, word_bits, threshold)
+    return _unpack_flags(flags[:, 0], word_bits, pairs).get()
+
+
+def _cuda_planes(x_codes, y_codes, word_bits: int):
+    """W2B on the device of both code matrices: (x planes, y planes, m32, n); x rows padded to 32."""
+    import cupy
+
+    x_dev = cupy.ascontiguousarray(cupy.asarray(x_codes, dtype=cupy.uint8))
+    y_dev = cupy.ascontiguousarray(cupy.asarray(y_codes, dtype=cupy.uint8))
+    pairs, m = x_dev.shape
+    n = y_dev.shape[1]
+    m32 = -(-m // 32) * 32
+    return cuda_w2b(x_dev, pairs, m32, word_bits), cuda_w2b(y_dev, pairs, n, word_bits), m32, n
 
 
 def cuda_wordwise_device(x_pos_major, y_pos_major, pairs: int, scoring: Scoring):
@@ -334,12 +392,38 @@ def choose_sw_algorithm(backend: str, algorithm: str = "auto") -> str:
 def pair_scores(algorithm: str, backend: str, x_codes, y_codes, scoring: Scoring, *, word_bits=None,
                 min_length=None) -> np.ndarray:
     """Run ``algorithm`` on ``backend`` with the common call shape (module docstring)."""
+    backends = SW_ALGORITHMS[algorithm].backends
+    kernel = _resolve(backends.get(backend) or backends["cpu"])
+    return kernel(x_codes, y_codes, scoring, word_bits=word_bits, min_length=min_length)
+
+
+REACH_KERNELS = {"sw-bpbc": {"cpu": "sw:bpbc_reach_cpu", "cuda": "sw:bpbc_reach_cuda"}}
+"""Algorithms with a threshold-only kernel (a flag per pair instead of its score)."""
+
+
+def pairs_reaching(algorithm: str, backend: str, x_codes, y_codes, scoring: Scoring, threshold: int, *,
+                   word_bits=None, min_length=None) -> np.ndarray:
+    """Bool per pair: does its score reach ``threshold``? Exactly ``pair_scores(...) >= threshold``.
+
+    sw-bpbc answers with its flag kernels, whose numbers need only enough bits
+    for the threshold (``reach_bits``), where that is fewer than the scores need.
+    """
+    pairs, _, _, bound = _shapes(x_codes, y_codes, min_length)
+    flag_kernels = REACH_KERNELS.get(algorithm)
+    if threshold <= 0:
+        return np.ones(pairs, bool)
+    if flag_kernels is None or reach_bits(scoring, threshold) >= score_bits(scoring, bound):
+        return pair_scores(algorithm, backend, x_codes, y_codes, scoring, word_bits=word_bits,
+                           min_length=min_length) >= threshold
+    kernel = _resolve(flag_kernels.get(backend) or flag_kernels["cpu"])
+    return kernel(x_codes, y_codes, scoring, threshold, word_bits=word_bits, min_length=min_length)
+
+
+def _resolve(path: str):
     import importlib
 
-    backends = SW_ALGORITHMS[algorithm].backends
-    module_name, function_name = (backends.get(backend) or backends["cpu"]).split(":")
-    kernel = getattr(importlib.import_module(f"{__package__}.{module_name}"), function_name)
-    return kernel(x_codes, y_codes, scoring, word_bits=word_bits, min_length=min_length)
+    module_name, function_name = path.split(":")
+    return getattr(importlib.import_module(f"{__package__}.{module_name}"), function_name)
 
 
 # --------------------------------------------------------------------------

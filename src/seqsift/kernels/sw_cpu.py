@@ -123,6 +123,15 @@ def ssub_b(a, b, out, s):
 
 
 @njit(cache=True, inline="always")
+def at_least(a, t, s):
+    """Word with 1 where A >= T (T bit-sliced in t): no borrow out of A - T; one operation per bit."""
+    p = a[0] ^ a[0]  # zero of the word type
+    for i in range(s):
+        p = (t[i] & (~a[i] | p)) | (~a[i] & p)
+    return ~p
+
+
+@njit(cache=True, inline="always")
 def mismatch_flag(x0, x1, xn, y0, y1, yn):
     """The paper's e (matching_B): 1 where the characters differ; an N on either side always differs."""
     return (x0 ^ y0) | (x1 ^ y1) | xn | yn
@@ -313,16 +322,20 @@ def b2w(sliced, pairs, word, masks, shifts, scores):
 # --------------------------------------------------------------------------
 
 @njit(parallel=True, cache=True)
-def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, out):
+def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, out):
     """Bit-sliced best scores of every group: out[g] = max over H, s words.
 
     x_planes: (groups, 3, m) rows; y_planes: (groups, 3, n) columns;
     k1, k2, kg: s-word constants of :func:`sw_cell`; sat: one word.
+    threshold: empty, or T bit-sliced (s words): then out[g, 0] is the word
+    with bit k set when pair k reaches T somewhere (the GPU's sw_reach
+    kernels: s only has to hold T - 1 + c1 + g, see sw.cu).
     """
     groups, _, m = x_planes.shape
     n = y_planes.shape[2]
     s = k1.shape[0]
     satw = sat[0]
+    reach = threshold.shape[0] > 0
     for g in prange(groups):
         col = np.zeros((m, s), dtype=out.dtype)  # col[i] = H[i][j - 1]
         up = np.zeros(s, dtype=out.dtype)        # H[i - 1][j]
@@ -330,6 +343,7 @@ def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, out):
         cell = np.zeros(s, dtype=out.dtype)
         t1 = np.zeros(s, dtype=out.dtype)
         best = np.zeros(s, dtype=out.dtype)
+        reached = best[0]
         for j in range(n):
             y0 = y_planes[g, 0, j]
             y1 = y_planes[g, 1, j]
@@ -341,13 +355,19 @@ def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, out):
                 e = mismatch_flag(x_planes[g, 0, i], x_planes[g, 1, i], x_planes[g, 2, i], y0, y1, yn)
                 left = col[i]
                 sw_cell(up, left, diag, e, k1, k2, satw, kg, cell, t1, s)
-                max_b(best, cell, best, s)
+                if reach:
+                    reached |= at_least(cell, threshold, s)
+                else:
+                    max_b(best, cell, best, s)
                 for b in range(s):
                     diag[b] = left[b]
                     left[b] = cell[b]
                     up[b] = cell[b]
-        for b in range(s):
-            out[g, b] = best[b]
+        if reach:
+            out[g, 0] = reached
+        else:
+            for b in range(s):
+                out[g, b] = best[b]
 
 
 @njit(parallel=True, cache=True)
