@@ -12,6 +12,9 @@ m = 128, n = 1,024 ... 65,536, c1 = 2, c2 = 1, gap = 1. For each n:
   (default 8,192) bounds n, since the whole table is ~10 minutes of GPU time;
 * sw-wordwise: H2G, the position-major layout its coalesced loads need, SW,
   G2H;
+* screening: sw-bpbc's flag kernels (sw_reach: score >= 64, one bit per pair
+  instead of the running maximum, 7-bit numbers instead of 9), which
+  ``seqsift screen --threshold`` runs before scoring the pairs that pass;
 * cell updates per second = pairs x m x n / SW kernel time (and / total),
   beside the paper's Table V. The paper's GCUPS column is about 3x
   pairs x m x n / its own SWA time (and 5.5x / its total): the script prints
@@ -53,6 +56,7 @@ INT_ROOF = 16.7e12       # H100 ALU-pipe int32 instructions/s (DESIGN.md)
 ISSUE_ROOF = 33.4e12     # 132 SMs x 4 schedulers x 32 lanes x 1.98 GHz: one warp instruction per clock each
 GOAL = 10e12
 M = 128
+THRESHOLD = 64   # screening: the flag kernels (a 32-base exact match scores 64)
 SCORING = sw.Scoring(2, 1, 1)
 
 # Nishimura et al., Table IV (milliseconds, GeForce GTX TITAN X) and Table V (GCUPS).
@@ -92,20 +96,17 @@ ALU_OPS = ("LOP3", "LOP", "IADD3", "IADD", "ISETP", "SEL", "SHF", "LEA", "IMNMX"
            "POPC", "BMSK", "PRMT", "IABS", "SGXT")
 
 
-_OBJECT: list[Path] = []
-
-
-def sass_of(kernel: str) -> str | None:
-    """SASS of one kernel of sw.cu, compiled for sm_90 by nvcc (None without nvcc / cuobjdump)."""
+def sass_of(kernel: str, width: int) -> str | None:
+    """SASS of one kernel of sw.cu (score width ``width``), compiled for sm_90 by nvcc
+    (None without nvcc / cuobjdump)."""
     nvcc, cuobjdump = shutil.which("nvcc"), shutil.which("cuobjdump")
     if not nvcc or not cuobjdump:
         return None
-    if not _OBJECT:   # compile once (about 25 s)
-        source = Path(sw.__file__).with_suffix(".cu")
-        obj = Path(tempfile.mkdtemp(prefix="bench-sw-")) / "sw.o"
-        subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-c", str(source), "-o", str(obj)], check=True)
-        _OBJECT.append(obj)
-    return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(_OBJECT[0])], check=True, capture_output=True,
+    source = Path(sw.__file__).with_suffix(".cu")
+    obj = Path(tempfile.mkdtemp(prefix="bench-sw-")) / "sw.o"
+    subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", f"-DSW_SCORE_BITS={width}", "-c", str(source), "-o",
+                    str(obj)], check=True)
+    return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(obj)], check=True, capture_output=True,
                           text=True).stdout
 
 
@@ -178,6 +179,17 @@ def run_bpbc(x, y, x_host, y_host, word_bits: int, repeats: int) -> tuple[dict, 
     t["G2H"] = (time.perf_counter() - began) * 1e3
     t["Total"] = sum(t.values())
     return t, host
+
+
+def run_reach(x, y, word_bits: int, threshold: int, repeats: int) -> tuple[dict, np.ndarray]:
+    """W2B and the flag kernel (score >= threshold) of sw-bpbc (ms), and the flags."""
+    pairs, n = y.shape
+    width = sw.gpu_score_width(sw.reach_bits(SCORING, threshold))
+    t = {}
+    t["W2B"], (xp, yp) = cuda_ms(lambda: (sw.cuda_w2b(x, pairs, M, word_bits), sw.cuda_w2b(y, pairs, n, word_bits)),
+                                 repeats)
+    t["SW"], words = cuda_ms(lambda: sw.cuda_sw_bpbc(xp, yp, M, n, SCORING, width, word_bits, threshold), repeats)
+    return t, sw._unpack_flags(words[:, 0], word_bits, pairs).get()
 
 
 def run_wordwise(x, y, x_host, y_host, repeats: int) -> tuple[dict, np.ndarray]:
@@ -254,9 +266,12 @@ def main() -> None:
     cores = os.cpu_count() or 1
 
     sass_counts = {}
-    for kernel in ("sw_bpbc32_s9_paper", "sw_bpbc64_s9_paper"):
+    reach_width = sw.gpu_score_width(sw.reach_bits(SCORING, THRESHOLD))
+    kernels = {"sw_bpbc32_s9_paper": 9, "sw_bpbc64_s9_paper": 9, f"sw_reach32_s{reach_width}_paper": reach_width,
+               f"sw_reach64_s{reach_width}_paper": reach_width}
+    for kernel, width in kernels.items():
         try:
-            text = sass_of(kernel)
+            text = sass_of(kernel, width)
         except (subprocess.CalledProcessError, OSError) as err:
             print(f"SASS of {kernel} unavailable: {err}")
             text = None
@@ -279,6 +294,7 @@ def main() -> None:
             xw, yw = cupy.ascontiguousarray(x[:64]), cupy.ascontiguousarray(y[:64, :1024])
             for word_bits in (32, 64):
                 run_bpbc(xw, yw, xw.get(), yw.get(), word_bits, 1)
+                run_reach(xw, yw, word_bits, THRESHOLD, 1)
             run_wordwise(xw, yw, xw.get(), yw.get(), 1)
             warm = True
         for name in ("sw-bpbc32", "sw-bpbc64", "sw-wordwise"):
@@ -312,8 +328,22 @@ def main() -> None:
         reference = results["sw-bpbc32"][1]
         for name, (_, scores) in results.items():
             assert (scores == reference).all(), f"{name} differs from sw-bpbc32 at n={n}"
+        for word_bits in (32, 64):   # screening: only whether score >= THRESHOLD
+            name = f"sw-bpbc{word_bits} threshold {THRESHOLD}"
+            times, flags = run_reach(x, y, word_bits, THRESHOLD, repeats)
+            assert (flags == (reference >= THRESHOLD)).all(), f"{name} differs from the scores at n={n}"
+            results[name] = (times, None)
+            counts = sass_counts.get(f"sw_reach{word_bits}_s{reach_width}_paper", {})
+            roof = INT_ROOF * word_bits / counts["alu_per_step"] if counts.get("alu_per_step") else None
+            rate = cells / (times["SW"] / 1e3)
+            records.append(dict(algorithm=name, workload=f"{pairs:,} random pairs, m={M}, n={n:,}, c1=2 c2=1 g=1, "
+                                                         f"flag score >= {THRESHOLD} ({reach_width}-bit numbers)",
+                                quantity="cell_updates_per_s", value=rate,
+                                roof_fraction=rate / roof if roof else None, paper_value=None, roof=roof,
+                                time_s=times["SW"] / 1e3, times_ms=times, sass=counts or None,
+                                pairs_reaching=int(flags.sum())))
         rates = {}
-        for function, sample in (("sw_striped_sat", 64 * cores), ("sw_scan_sat", 8 * cores)):
+        for function, sample in (("sw_striped_sat", 512 * cores * 1024 // n), ("sw_scan_sat", 64 * cores * 1024 // n)):
             sample = min(sample if not args.quick else 2 * cores, pairs)
             rate, parasail_scores, wall = parasail_rate(function, x_host, y_host, sample, cores)
             lower = int((parasail_scores != reference[:sample]).sum())
@@ -354,22 +384,29 @@ def print_tables(table, pairs: int, cores: int) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n, results, _, paper_k, _ in table:
         for name, (t, _) in results.items():
+            if name not in PAPER_GPU:   # the threshold flag kernels
+                print(f"| {n:,} | {name} | | {t['W2B']:.2f} | {t['SW']:.2f} | | | | | |")
+                continue
             paper = PAPER_GPU[name][paper_k] if paper_k is not None else (None,) * 6
             middle = t.get("W2B", t.get("layout"))
             print(f"| {n:,} | {name} | {t['H2G']:.2f} | {middle:.2f} | {t['SW']:.2f} | {t.get('B2W', 0):.3f} | "
                   f"{t['G2H']:.2f} | {t['Total']:.2f} | {paper[2]} | {paper[5]} |")
     print(f"\nCell updates per second, SW kernel (pairs x m x n / SW time); Table V beside it")
-    print("| n | sw-bpbc32 | sw-bpbc64 | sw-wordwise | bpbc32 / wordwise | parasail "
-          f"({cores} cores) | paper Table V GPU | paper: pairs*m*n / its SWA | Table V / that |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| n | sw-bpbc32 | sw-bpbc64 | sw-wordwise | bpbc / wordwise | threshold {THRESHOLD}: bpbc32 | bpbc64 "
+          f"| flag / wordwise | parasail ({cores} cores) | paper Table V GPU | paper: pairs*m*n / its SWA "
+          f"| Table V / that |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n, results, rate, paper_k, ratio in table:
         cells = pairs * M * n
         v = {name: cells / (t["SW"] / 1e3) for name, (t, _) in results.items()}
         paper_v = PAPER_GCUPS[paper_k] * 1e9 if paper_k is not None else None
         paper_own = cells_paper(n) / (PAPER_GPU["sw-bpbc32"][paper_k][2] / 1e3) if paper_k is not None else None
         nan = float("nan")
+        flag32, flag64 = v[f"sw-bpbc32 threshold {THRESHOLD}"], v[f"sw-bpbc64 threshold {THRESHOLD}"]
+        best, best_flag = max(v["sw-bpbc32"], v["sw-bpbc64"]), max(flag32, flag64)
         print(f"| {n:,} | {v['sw-bpbc32'] / 1e12:.2f} T | {v['sw-bpbc64'] / 1e12:.2f} T | "
-              f"{v['sw-wordwise'] / 1e12:.2f} T | {v['sw-bpbc32'] / v['sw-wordwise']:.2f}x | {rate / 1e9:.1f} G | "
+              f"{v['sw-wordwise'] / 1e12:.2f} T | {best / v['sw-wordwise']:.2f}x | {flag32 / 1e12:.2f} T | "
+              f"{flag64 / 1e12:.2f} T | {best_flag / v['sw-wordwise']:.2f}x | {rate / 1e9:.1f} G | "
               f"{paper_v / 1e9 if paper_v else nan:.0f} G | {paper_own / 1e9 if paper_own else nan:.0f} G"
               f" | {ratio if ratio else nan:.2f} |")
 
@@ -382,7 +419,9 @@ def plot(table, pairs: int, path: Path, device: str, cores: int, roofs: dict) ->
 
     fig, ax = plt.subplots(figsize=(7.5, 4))
     ns = [row[0] for row in table]
-    for name, color in (("sw-bpbc32", "tab:green"), ("sw-bpbc64", "tab:olive"), ("sw-wordwise", "tab:blue")):
+    for name, color in (("sw-bpbc32", "tab:green"), ("sw-bpbc64", "tab:olive"), ("sw-wordwise", "tab:blue"),
+                        (f"sw-bpbc32 threshold {THRESHOLD}", "tab:purple"),
+                        (f"sw-bpbc64 threshold {THRESHOLD}", "tab:pink")):
         values = [pairs * M * n / (row[1][name][0]["SW"] / 1e3) for n, row in zip(ns, table)]
         ax.plot(ns, values, marker="o", color=color, label=name)
     ax.plot(ns, [row[2] for row in table], marker="s", color="grey", label=f"parasail striped_sat, {cores} cores")
