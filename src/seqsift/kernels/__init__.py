@@ -106,6 +106,14 @@ ALGORITHMS: dict[str, Algorithm] = {
             {"cpu": "edit:myers_cpu", "cuda": "edit_cuda:myers"},
             "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
         ),
+        # Onsjo & Watanabe 2009 (papers/onsjo2009-bit-parallel-nfa.txt): the Baeza-Yates-Navarro
+        # NFA in Hyyro's packing, one block per NFA; the CPU path runs the same word updates (nfa_cpu.py).
+        Algorithm(
+            "edit-nfa", "edit",
+            {"cpu": "nfa:nfa_cpu", "cuda": "nfa:nfa_cuda"},
+            "k-differences by the diagonal bit-parallel NFA, one GPU block per pattern (Onsjo & Watanabe 2009)",
+            max_k=31,
+        ),
         # Ho, Oh & Kim 2017 (papers/ho2017-levenshtein-warp-shuffle.txt): the row-parallel
         # X-matrix DP; the CPU path is a Numba emulation of the same recurrence (rowdp_cpu.py).
         Algorithm(

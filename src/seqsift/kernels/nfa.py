@@ -1,0 +1,218 @@
+"""edit-nfa: the diagonal bit-parallel NFA (Baeza-Yates–Navarro, Hyyrö's packing), one GPU block per NFA.
+
+    nfa_cuda(text, batch, k, owned_lo, owned_hi) -> EndHits   (kernels/__init__.py call shape)
+    nfa_cpu(text, batch, k, owned_lo, owned_hi)  -> EndHits
+
+Onsjö & Watanabe 2009 (../shared/papers/onsjo2009-bit-parallel-nfa.txt):
+the NFA of one pattern row is spread over the 32-bit words of one thread
+block, each block scans its own text segment (re-reading m + k characters
+before it), the compiled pattern and the NFA live in shared memory, and the
+text is 2-bit packed. The algorithm and its word layout are described in
+``nfa_cpu.py``; the CUDA kernel is ``nfa.cu``.
+
+Limits, and what happens outside them (every row gets exact hits):
+
+* k <= 31 (``MAX_K``; the paper stops at k < 16, two diagonals per word; we
+  also run one 32-row diagonal per word). The registry declares
+  ``max_k = 31``, so ``choose_algorithm`` refuses a larger k with a clear
+  message; called directly with k > 31, both launchers hand the whole call
+  to Myers' bit-vector search (``edit_cuda.myers`` / ``edit.myers_cpu``).
+* m: any length on the CPU. On the GPU a row needs ceil(m / D) words, D =
+  floor(32 / (k + 1)) diagonals per word, on at most ``MAX_THREADS`` threads
+  of ``WORDS_PER_THREAD`` <= 4 words: up to 4,096 words (m <= 8,192 at k <= 15,
+  4,096 at k = 16..31). Longer rows are routed to ``edit_cuda.myers`` inside
+  :func:`nfa_cuda`. Rows shorter than 64 (down to m = 1) and rows with m <= k
+  run in the NFA like any other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import EndHits
+from . import nfa_cpu as _cpu
+from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+                      split_rows_over_text)
+
+MAX_K = _cpu.MAX_K
+MAX_THREADS = 1024       # threads of one block (CUDA's limit)
+MAX_WORDS = 4096         # state words of one NFA on the GPU (4 per thread)
+TILE = 512               # as NFA_TILE in nfa.cu: text characters per shared-memory tile
+SMEM_DEFAULT = 48 * 1024
+
+
+def _subset(batch, rows: np.ndarray):
+    from ..patterns import PatternBatch
+
+    return PatternBatch(masks=batch.masks[rows], lengths=batch.lengths[rows],
+                        pattern_index=batch.pattern_index[rows], strand=batch.strand[rows])
+
+
+def _remap(rows: np.ndarray, hits: EndHits) -> EndHits:
+    return EndHits(rows[hits.row].astype(np.int32), hits.end, hits.distance)
+
+
+# ---------------------------------------------------------------------------
+# CPU: the Numba emulation (nfa_cpu.py)
+# ---------------------------------------------------------------------------
+
+def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
+    """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi), by the NFA."""
+    if k > MAX_K:
+        from .edit import myers_cpu
+
+        return myers_cpu(text, batch, k, owned_lo, owned_hi)
+    text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
+    if k < 0 or hi <= lo:
+        return EndHits.empty()
+    rows = np.flatnonzero(lengths > 0)
+    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    if rows.size:
+        row_lengths = lengths[rows].astype(np.int64)
+        words = _cpu.words_needed(row_lengths, k).astype(np.int64)
+        peq, final = _cpu.compile_rows(masks[rows], row_lengths, k, int(words.max()))
+        overlap = int(row_lengths.max()) + k
+        task_index, task_lo, task_hi = split_rows_over_text(np.arange(rows.size), lo, hi,
+                                                            min_span=max(4096, 8 * overlap))
+        parts.append(run_buffered_tasks(
+            _cpu.nfa_tasks, len(task_index),
+            (text, peq, final, words, np.int64(_cpu.slot_bits(k)), row_lengths, rows.astype(np.int64),
+             np.int64(k), task_index, task_lo, task_hi)))
+    return concat_hits(parts)
+
+
+# ---------------------------------------------------------------------------
+# CUDA (nfa.cu)
+# ---------------------------------------------------------------------------
+
+MIN_THREADS = 64
+"""Threads per block the launcher keeps when it gives threads several words (two warps)."""
+
+
+def words_per_thread(words: int) -> int:
+    """Words per thread for an NFA of ``words`` words: 4 or 2 while that leaves at
+    least MIN_THREADS threads (fewer shared-memory exchanges and barriers per
+    word), else 1; always few enough threads for one block."""
+    for wpt in (4, 2):
+        if words >= MIN_THREADS * wpt:
+            return wpt
+    return 1
+
+
+def _shared_bytes(threads: int, wpt: int) -> int:
+    """As laid out in nfa.cu: M[5][words], 2 or 4 edge arrays, best[TILE] and code offsets[TILE]."""
+    return 4 * (5 * threads * wpt + (2 if wpt == 1 else 4) * (threads + 2) + 2 * TILE)
+
+
+def _resident_blocks(function, threads: int, shared: int) -> int:
+    """Blocks the whole GPU holds at once (threads, registers, shared memory and CUDA's 32 per SM)."""
+    import cupy
+
+    device = cupy.cuda.Device()
+    sms = device.attributes["MultiProcessorCount"]
+    try:
+        registers = max(1, int(function.num_regs))
+    except Exception:  # attribute missing in an older CuPy: nfa.cu keeps <= 32 (launch bounds)
+        registers = 32
+    per_sm = min(32, 2048 // threads, 65536 // (registers * threads),
+                 (228 * 1024) // (shared + 1024))
+    return sms * max(1, per_sm)
+
+
+def pack_text_device(text_device):
+    """(packed, n_plane): the text 2-bit packed, 16 characters per uint32, and one N bit per character."""
+    import cupy
+
+    from .cuda import load_module
+
+    n = int(text_device.size)
+    groups = max(1, -(-n // 32))
+    packed = cupy.empty(2 * groups, dtype=cupy.uint32)
+    n_plane = cupy.empty(groups, dtype=cupy.uint32)
+    load_module("nfa.cu").get_function("nfa_pack_text")(
+        ((groups + 255) // 256,), (256,), (text_device, np.int64(n), packed, n_plane))
+    return packed, n_plane
+
+
+def _launch_group(packed, n_plane, n: int, masks, lengths, k: int, lo: int, hi: int,
+                  threads: int, wpt: int):
+    """One launch (in pieces of at most 65,535 rows) for rows sharing a block shape.
+    Returns (row within the group, end, distance) on the host."""
+    import cupy
+
+    from .cuda import compact_hits_buffers, load_module
+
+    words = threads * wpt
+    peq, final = _cpu.compile_rows(masks, lengths, k, words)
+    peq_device, final_device = cupy.asarray(peq), cupy.asarray(final)
+    lengths_device = cupy.asarray(lengths.astype(np.int32))
+    function = load_module("nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
+    shared = _shared_bytes(threads, wpt)
+    if shared > SMEM_DEFAULT:
+        function.max_dynamic_shared_size_bytes = shared
+    rows = len(lengths)
+    span = hi - lo
+    # Segments: about one wave of blocks over the GPU, each segment long enough
+    # that its m + k warm-up characters stay a small fraction of it.
+    overlap = int(lengths.max()) + k
+    resident = _resident_blocks(function, threads, shared)
+    segments = max(1, min(-(-resident // rows), span // max(TILE, 4 * overlap)))
+    segment_length = -(-span // segments)
+    segments = -(-span // segment_length)
+    # Hits are rare for long patterns; a larger count (rows with m <= k hit at
+    # every end) reruns the launch once with room for all.
+    capacity = max(1 << 20, min(rows * span // 8, 1 << 26))
+    while True:
+        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+        for first in range(0, rows, 65_535):
+            last = min(rows, first + 65_535)
+            function((segments, last - first), (threads,),
+                     (packed, n_plane, np.int64(n), peq_device[first:last], final_device[first:last],
+                      lengths_device[first:last], np.int32(first), np.int32(k), np.int64(lo), np.int64(hi),
+                      np.int64(segment_length), count, np.uint64(capacity), out_row, out_end, out_dist),
+                     shared_mem=shared)
+        found = int(count.get()[0])
+        if found <= capacity:
+            return out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()
+        capacity = found  # rare: more hits than slots; run again with room for all
+
+
+def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> EndHits:
+    """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi), on the GPU.
+
+    ``wpt`` forces the words per thread (benchmarks); by default
+    :func:`words_per_thread` picks it per row.
+    """
+    from .cuda import to_device_text
+
+    if k > MAX_K:
+        from .edit_cuda import myers
+
+        return myers(text, batch, k, owned_lo, owned_hi)
+    text_device = to_device_text(text)
+    n = int(text_device.size)
+    lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
+    if k < 0 or hi <= lo or batch.rows == 0:
+        return EndHits.empty()
+    lengths = np.asarray(batch.lengths, dtype=np.int64)
+    words = _cpu.words_needed(lengths, k)
+    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    too_long = np.flatnonzero(words > MAX_WORDS)
+    if too_long.size:
+        from .edit_cuda import myers
+
+        parts.append(_remap(too_long, myers(text_device, _subset(batch, too_long), k, lo, hi)))
+    gpu_rows = np.flatnonzero((lengths > 0) & (words <= MAX_WORDS))
+    if gpu_rows.size:
+        packed, n_plane = pack_text_device(text_device)
+        # Rows sharing (words per thread, threads) run in one launch.
+        row_wpt = np.array([wpt or words_per_thread(int(w)) for w in words[gpu_rows]], dtype=np.int64)
+        row_wpt = np.maximum(row_wpt, -(-words[gpu_rows] // MAX_THREADS))  # fit one block
+        row_wpt = np.where(row_wpt > 2, 4, row_wpt)
+        threads = -(-words[gpu_rows] // row_wpt)
+        threads = -(-threads // 32) * 32
+        for group_wpt, group_threads in sorted(set(zip(row_wpt.tolist(), threads.tolist()))):
+            selected = gpu_rows[(row_wpt == group_wpt) & (threads == group_threads)]
+            row, end, dist = _launch_group(packed, n_plane, n, batch.masks[selected], lengths[selected], k,
+                                           lo, hi, group_threads, group_wpt)
+            parts.append(EndHits(selected[row].astype(np.int32), end, dist))
+    return concat_hits(parts)
