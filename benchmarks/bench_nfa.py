@@ -164,7 +164,7 @@ def main() -> None:
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     sass, sass_source = sass_counts()
     workload = f"1 x {M} nt, + strand, {args.mbp:g} Mbp random on the device, k={{k}}"
-    records, lines = [], []
+    records = []
     for k in range(first_k, last_k + 1):
         words = int(nfa_cpu.words_needed(M, k))
         chosen = words_per_thread(words)
@@ -202,7 +202,12 @@ def main() -> None:
                 f"roof {n * words / seconds / (INT_ROOF / sass[f'nfa_s{nfa_cpu.slot_bits(k)}_w{chosen}'][0]):.2f} "
                 f"hits {hits}")
         print(line, flush=True)
-        lines.append(line)
+        # Written after every k, so that a run cut short still leaves its results.
+        write_results(args.out, device, sass_source, records)
+    plot(records, args.out / "nfa_gpu.png", device, args.mbp)
+
+
+def write_results(out: Path, device: str, sass_source: str, records: list) -> None:
     commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
         ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
@@ -211,9 +216,8 @@ def main() -> None:
                         "note": "Fig. 6 (time per k) is not in the paper's text; paper_estimate_s scales "
                                 "8.5 s by the paper's word count w(k) / w(15)"},
               "records": records}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "nfa_gpu.json").write_text(json.dumps(result, indent=1) + "\n")
-    plot(records, args.out / "nfa_gpu.png", device, args.mbp)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "nfa_gpu.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
 def plot(records, path: Path, device: str, mbp: float) -> None:
