@@ -9,15 +9,17 @@
     bytes of input per second), for edit-rowdp (the paper's PASM_GPU),
     edit-rowdp-shfl (WsPASM_GPUshared) and edit-myers on the same job; the
     ratio shfl / baseline beside the paper's (1.25x on average).
-(b) The paper's Figs. 6-7: the pattern length swept (m = 8 .. 256, k = min(6, m/2))
+(b) The paper's Figs. 6-7: the pattern length swept (m = 8 .. 256; k = 6, 2 at m = 8)
     over the largest text.
 (c) The tile width (columns per thread R) of both kernels at Table 1's job.
 
 Time: CUDA events around the launcher (find_ends: X matrix, launches, hit
 compaction and the copy of the hits), text already on the device, after a
-warm-up, median of ``--repeats``. Roof: cells/s (m x text characters per
-second) x SASS instructions per cell against the H100's int32 rate
-(DESIGN.md). Writes ``rowdp_gpu.json`` (DESIGN.md's shape) and ``rowdp_gpu.png``.
+warm-up, median of ``--repeats``; for the rowdp kernels also around their
+launches alone (rowdp.launch_kernels: no host work, no copy of the hits).
+Roof: cells/s of the kernels alone (m x text characters per second) x int32
+SASS instructions per cell (benchmarks/rowdp_sass.py) against the H100's
+int32 rate (DESIGN.md), and all SASS instructions against its issue rate. Writes ``rowdp_gpu.json`` (DESIGN.md's shape) and ``rowdp_gpu.png``.
 """
 from __future__ import annotations
 
@@ -43,12 +45,15 @@ PAPER_TABLE_1 = {3.14: (1.59, 1.94), 4.87: (1.58, 1.95), 7.74: (1.52, 1.99), 12.
                  17.56: (1.59, 1.97), 22.87: (1.57, 1.99)}
 PAPER_MEAN_RATIO = 1.25
 PAPER_BEST = 1.99  # WsPASM_GPUshared, Gb/s, read here as 1e9 text characters/s
-# SASS instructions a thread issues per cell on the mismatch path, with its share of
-# the per-row work (pattern byte, IUPAC test, barrier) at R = 4 columns per thread;
-# counted with cuobjdump -sass on nvcc 13.0's sm_90 code of rowdp.cu:
-# rowdp_shfl_r4: 17 per cell (SHFL, X load, C load, row store, 13 integer ops) + 32 per row / 4;
-# rowdp_global: 42 per cell (64-bit global addressing of X and the rows) + 40 per row / 4.
-SASS_PER_CELL = {"edit-rowdp": 42 + 40 / 4, "edit-rowdp-shfl": 17 + 32 / 4}
+# SASS instructions per cell, (int32 ops = integer ALU + IMAD, all issued), by kernel and R
+# columns per thread, on the mismatch path of a single-code pattern position (a match skips 9
+# (shfl) or 14 (global) of them), the per-row work shared by a thread's R cells:
+# benchmarks/rowdp_sass.py on nvcc 13.0's sm_90 code of rowdp.cu (CuPy's NVRTC may differ a little).
+SASS_PER_CELL = {
+    "edit-rowdp-shfl": {1: (19.0, 34.0), 2: (21.5, 32.5), 4: (14.8, 24.2), 8: (11.9, 20.6), 16: (11.8, 20.2)},
+    "edit-rowdp": {1: (69.0, 88.0), 2: (51.5, 66.0), 4: (42.8, 55.0), 8: (38.4, 49.5), 16: (36.2, 46.8)},
+}
+ISSUE_ROOF = 33.4e12  # H100: 132 SMs x 4 schedulers x 32 lanes x 1.98 GHz, instructions of any kind
 
 
 def text_of(size: int, genome: np.ndarray | None, rng) -> np.ndarray:
@@ -67,7 +72,10 @@ def ecoli() -> np.ndarray | None:
 
 
 def seconds_and_hits(algorithm: str, text, batch, k: int, repeats: int, **options):
+    """(median seconds of the whole call, of its kernels alone (None for edit-myers), hits)."""
     import cupy
+
+    from seqsift.kernels.cuda import compact_hits_buffers
 
     def call():
         if options:
@@ -75,24 +83,53 @@ def seconds_and_hits(algorithm: str, text, batch, k: int, repeats: int, **option
             return launcher(text, batch, k, 0, int(text.size), **options)
         return find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
 
+    def timed(function, before=lambda: None):
+        times = []
+        for _ in range(repeats):
+            before()
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            function()
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        return statistics.median(times)
+
     hits = call()  # compile and warm up
-    times = []
-    for _ in range(repeats):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times), len(hits)
+    whole = timed(call)
+    kernels = None
+    if algorithm in SASS_PER_CELL:
+        # The launches alone, into hit buffers large enough: no host work, no copy of the hits.
+        groups, _ = rowdp.tile_groups(np.asarray(batch.lengths), k, options.get("columns"))
+        buffers = compact_hits_buffers(max(1 << 16, 2 * len(hits)))
+        shuffle = algorithm == "edit-rowdp-shfl"
+        kernels = timed(lambda: rowdp.launch_kernels(text, batch, k, 0, int(text.size), shuffle, groups, buffers),
+                        before=lambda: buffers[0].fill(0))
+        assert int(buffers[0].get()[0]) == len(hits)
+    return whole, kernels, len(hits)
 
 
-def record(algorithm, workload, n, m, seconds, matches, paper_value=None, **extra):
+def record(algorithm, workload, n, m, k, seconds, kernel_seconds, matches, paper_value=None, columns=None):
+    """One record: throughput of the whole call; roof fractions of the kernels alone."""
     rate = n / seconds
-    roof = m * rate * SASS_PER_CELL[algorithm] / INT_ROOF if algorithm in SASS_PER_CELL else None
+    extra = {}
+    roof = None
+    if algorithm in SASS_PER_CELL:
+        r = columns or rowdp.columns_per_thread(m, k)
+        int_ops, issued = SASS_PER_CELL[algorithm][r]
+        cells = m * n / kernel_seconds
+        roof = cells * int_ops / INT_ROOF
+        extra = dict(kernel_time_s=kernel_seconds, kernel_chars_per_s=n / kernel_seconds, kernel_cells_per_s=cells,
+                     columns_per_thread=r, int_ops_per_cell=int_ops, sass_per_cell=issued,
+                     issue_roof_fraction=cells * issued / ISSUE_ROOF)
     return dict(algorithm=algorithm, workload=workload, quantity="text_chars_per_s", value=rate,
                 roof_fraction=roof, paper_value=paper_value, time_s=seconds, matches=matches,
                 cells_per_s=m * rate, **extra)
+
+
+def k_of(m: int) -> int:
+    """k of the pattern-length sweep: the paper's 6 from m = 16 on, m / 4 below (m = 8: k = 2)."""
+    return 6 if m >= 16 else max(1, m // 4)
 
 
 def main() -> None:
@@ -124,15 +161,17 @@ def main() -> None:
         seconds = {}
         for algorithm in ALGORITHMS:
             paper = {"edit-rowdp": paper_pasm * 1e9, "edit-rowdp-shfl": paper_shared * 1e9}.get(algorithm)
-            seconds[algorithm], matches = seconds_and_hits(algorithm, text, batch16, 6, args.repeats)
-            records.append(record(algorithm, workload, n, 16, seconds[algorithm], matches, paper))
+            seconds[algorithm], kernel_seconds, matches = seconds_and_hits(algorithm, text, batch16, 6,
+                                                                            args.repeats)
+            records.append(record(algorithm, workload, n, 16, 6, seconds[algorithm], kernel_seconds, matches,
+                                  paper))
         ratio = seconds["edit-rowdp"] / seconds["edit-rowdp-shfl"]
         ratios.append(ratio)
         records.append(dict(algorithm="edit-rowdp-shfl / edit-rowdp", workload=workload, quantity="speedup",
                             value=ratio, roof_fraction=None, paper_value=paper_shared / paper_pasm,
                             time_s=seconds["edit-rowdp-shfl"]))
         print(f"Table 1 {megabytes:6.2f} MB: " + ", ".join(
-            f"{a} {n / seconds[a] / 1e9:7.2f} G char/s" for a in ALGORITHMS)
+            f"{a} {n / seconds[a] / 1e9:6.2f}" for a in ALGORITHMS) + " G char/s"
             + f"; shfl/baseline {ratio:.2f}x (paper {paper_shared / paper_pasm:.2f}x)", flush=True)
         del text
     records.append(dict(algorithm="edit-rowdp-shfl / edit-rowdp", workload="Table 1, mean over the six texts",
@@ -143,26 +182,28 @@ def main() -> None:
     n = int(22.87e6 * args.scale)
     text = cupy.asarray(text_of(n, genome, rng))
     for m in (8, 16, 32, 64, 128, 256):
-        k = min(6, m // 2)
+        k = k_of(m)
         batch = one_pattern(m)
         workload = f"Figs. 6-7: 1 pattern x {m} nt, k={k}, + strand, {n / 1e6:.2f} MB {source}"
         line = []
         for algorithm in ALGORITHMS:
-            seconds, matches = seconds_and_hits(algorithm, text, batch, k, args.repeats)
-            records.append(record(algorithm, workload, n, m, seconds, matches))
-            line.append(f"{algorithm} {n / seconds / 1e9:7.2f} G char/s ({m * n / seconds / 1e12:.3f} Tcells/s)")
+            seconds, kernel_seconds, matches = seconds_and_hits(algorithm, text, batch, k, args.repeats)
+            records.append(record(algorithm, workload, n, m, k, seconds, kernel_seconds, matches))
+            kernels = f", kernels {m * n / kernel_seconds / 1e12:.3f} Tcells/s" if kernel_seconds else ""
+            line.append(f"{algorithm} {n / seconds / 1e9:7.2f} G char/s{kernels}")
         print(f"m={m:4d} k={k}: " + ", ".join(line), flush=True)
 
     # (c) Tile width: R columns per thread at Table 1's job.
     for algorithm in ALGORITHMS[:2]:
         line = []
         for columns in rowdp.COLUMNS:
-            seconds, matches = seconds_and_hits(algorithm, text, batch16, 6, args.repeats, columns=columns)
+            seconds, kernel_seconds, matches = seconds_and_hits(algorithm, text, batch16, 6, args.repeats,
+                                                                columns=columns)
             records.append(record(algorithm, f"tile width: R={columns} columns per thread "
                                   f"({rowdp.THREADS * columns} per tile), 16 nt, k=6, {n / 1e6:.2f} MB {source}",
-                                  n, 16, seconds, matches, columns_per_thread=columns))
-            line.append(f"R={columns}: {n / seconds / 1e9:.2f}")
-        print(f"{algorithm} tile width (G char/s): " + ", ".join(line), flush=True)
+                                  n, 16, 6, seconds, kernel_seconds, matches, columns=columns))
+            line.append(f"R={columns}: {n / seconds / 1e9:.2f} ({n / kernel_seconds / 1e9:.2f})")
+        print(f"{algorithm} tile width, G char/s (kernels alone): " + ", ".join(line), flush=True)
 
     commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
         ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -201,7 +242,7 @@ def plot(records, path: Path, device: str) -> None:
     left.set_xlabel("text (MB)")
     left.set_title("Table 1: m = 16, k = 6, one pattern", fontsize=9)
     right.set_xscale("log", base=2)
-    right.set_xlabel("pattern length m (k = min(6, m/2)), 22.87 MB")
+    right.set_xlabel("pattern length m (k = 6; 2 at m = 8), 22.87 MB")
     right.set_title("Figs. 6-7: pattern length", fontsize=9)
     fig.suptitle(f"edit-rowdp / edit-rowdp-shfl (Ho et al. 2017) — {device}", fontsize=9)
     fig.tight_layout()

@@ -18,7 +18,7 @@ from seqsift.engine.job import SearchJob
 from seqsift.engine.task import run_task
 from seqsift.kernels import ALGORITHMS, find_ends, oracle
 from seqsift.kernels import rowdp_cpu as emulation
-from seqsift.kernels.rowdp import MAX_WARM_UP, THREADS, columns_per_thread, rowdp_cpu
+from seqsift.kernels.rowdp import MAX_WARM_UP, THREADS, WARM_UP_SHARE, columns_per_thread, rowdp_cpu
 from seqsift.partitioning import plan_chunks
 from seqsift.patterns import PatternSet
 from test_engine import mutate
@@ -162,7 +162,7 @@ def test_many_patterns_mixed_lengths_and_buffer_rerun(monkeypatch):
 
 
 def test_geometry_keeps_warm_up_small():
-    assert columns_per_thread(16, 6) * THREADS >= 32 * 22
+    assert columns_per_thread(16, 6) * THREADS >= WARM_UP_SHARE * 22
     assert columns_per_thread(1000, 999) == 16
     assert columns_per_thread(MAX_WARM_UP, 1) is None
     for m in (1, 20, 100, 600):

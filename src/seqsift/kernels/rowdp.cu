@@ -70,7 +70,8 @@
 //
 // In both kernels "T[j-1] matches P[i-1]" is tested as delta == 0, i.e.
 // X_i(j) = j, which is the same statement and needs no text read per row.
-// Hits go through hits.cuh (device-side compaction). Plain C types only:
+// Hits go through hits.cuh's buffers (device-side compaction), one atomic per
+// warp (emit_warp). Plain C types only:
 // NVRTC (CuPy) compiles this file without the C++ standard headers.
 #include "hits.cuh"
 
@@ -92,6 +93,29 @@ __device__ __forceinline__ Tile tile_of(long long piece_lo, long long piece_hi, 
     t.width = (int)(t.hi - t.read_lo);
     t.first_report = (int)(t.lo - t.read_lo) + 1;
     return t;
+}
+
+// hits.cuh's emit for a whole warp at once: one atomicAdd per warp for all its
+// lanes' hits (a warp's hits are neighbouring ends, so they often come
+// together). Every lane of the warp must call it; ``hit`` says which report.
+__device__ __forceinline__ void emit_warp(bool hit, unsigned long long *count, unsigned long long capacity,
+                                          int *out_row, long long *out_end, short *out_dist,
+                                          int row, long long end, int dist) {
+    const unsigned int lanes = __ballot_sync(FULL_WARP, hit);
+    if (lanes == 0) return;
+    const int lane = threadIdx.x & 31;
+    const int leader = __ffs(lanes) - 1;
+    unsigned long long first = 0;
+    if (lane == leader) first = atomicAdd(count, (unsigned long long)__popc(lanes));
+    first = __shfl_sync(FULL_WARP, first, leader);
+    if (hit) {
+        const unsigned long long slot = first + __popc(lanes & ((1u << lane) - 1u));
+        if (slot < capacity) {
+            out_row[slot] = row;
+            out_end[slot] = end;
+            out_dist[slot] = (short)dist;
+        }
+    }
 }
 
 // The one code of an IUPAC mask of a single code, or -1 (IUPAC ambiguity or 0).
@@ -186,16 +210,16 @@ extern "C" __global__ void rowdp_global(const unsigned short *x_matrix, long lon
     }
     for (int r = 0; r < columns_per_thread; ++r) {  // prev is row m: d(e) at e = read_lo + j
         const int j = r * ROWDP_THREADS + threadIdx.x + 1;
-        if (j >= t.first_report && j <= t.width && prev[j] <= k) {
-            emit(count, capacity, out_row, out_end, out_dist, row, t.read_lo + j, prev[j]);
-        }
+        const int d = j <= width ? prev[j] : k + 1;
+        emit_warp(j >= t.first_report && j <= t.width && d <= k, count, capacity, out_row, out_end, out_dist,
+                  row, t.read_lo + j, d);
     }
 }
 
 // WsPASM_GPUshared (Algorithm 2): grid (tile, row of row_ids); R columns per
 // thread, tile width W = ROWDP_THREADS * R. Dynamic shared memory, in order:
 // two rows of D (2 x (W + 1) shorts), the tile's X matrix (4 x W distances),
-// the pattern (m_max bytes), the text tile (W bytes).
+// the pattern (m_max bytes), its single codes (m_max bytes), the text tile (W bytes).
 template <int R>
 __device__ __forceinline__ void rowdp_shfl_tile(const unsigned char *text, const unsigned char *masks,
                                                 int mask_stride, const int *lengths, const int *row_ids, int k,
@@ -208,7 +232,8 @@ __device__ __forceinline__ void rowdp_shfl_tile(const unsigned char *text, const
     short *rows = (short *)shared_bytes;
     unsigned short *x_tile = (unsigned short *)(rows + 2 * (W + 1));
     unsigned char *pattern = (unsigned char *)(x_tile + 4 * W);
-    unsigned char *tile_text = pattern + m_max;
+    signed char *pattern_code = (signed char *)(pattern + m_max);  // single_code of each position
+    unsigned char *tile_text = (unsigned char *)(pattern_code + m_max);
 
     const int row = row_ids[blockIdx.y];
     const int m = lengths[row];
@@ -218,7 +243,10 @@ __device__ __forceinline__ void rowdp_shfl_tile(const unsigned char *text, const
     for (int q = threadIdx.x; q < W; q += ROWDP_THREADS) {
         tile_text[q] = q < t.width ? (unsigned char)min((int)text[t.read_lo + q], 4) : (unsigned char)4;
     }
-    for (int q = threadIdx.x; q < m; q += ROWDP_THREADS) pattern[q] = masks[(size_t)row * mask_stride + q];
+    for (int q = threadIdx.x; q < m; q += ROWDP_THREADS) {
+        pattern[q] = masks[(size_t)row * mask_stride + q];
+        pattern_code[q] = (signed char)single_code(pattern[q]);
+    }
     for (int q = threadIdx.x; q <= W; q += ROWDP_THREADS) rows[q] = 0;  // row 0: D[0][j] = 0
     __syncthreads();
 
@@ -248,7 +276,7 @@ __device__ __forceinline__ void rowdp_shfl_tile(const unsigned char *text, const
     const int lane = threadIdx.x & 31;
     for (int i = 1; i <= m; ++i) {
         const int mask = pattern[i - 1];
-        const int code = single_code(mask);
+        const int code = pattern_code[i - 1];
         const short *prev = rows + ((i - 1) & 1) * (W + 1);
         short *cur = rows + (i & 1) * (W + 1);
         if (threadIdx.x == 0) cur[0] = (short)i;  // D[i][0] = i
@@ -266,9 +294,8 @@ __device__ __forceinline__ void rowdp_shfl_tile(const unsigned char *text, const
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const int j = r * ROWDP_THREADS + threadIdx.x + 1;
-        if (j >= t.first_report && j <= t.width && dvar[r] <= k) {
-            emit(count, capacity, out_row, out_end, out_dist, row, t.read_lo + j, dvar[r]);
-        }
+        emit_warp(j >= t.first_report && j <= t.width && dvar[r] <= k, count, capacity, out_row, out_end,
+                  out_dist, row, t.read_lo + j, dvar[r]);
     }
 }
 

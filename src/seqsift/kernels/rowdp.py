@@ -30,7 +30,7 @@ from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffe
 
 THREADS = 256                      # ROWDP_THREADS in rowdp.cu
 COLUMNS = (1, 2, 4, 8, 16)         # the rowdp_shfl_r<R> kernels
-WARM_UP_SHARE = 32                 # aim: tile >= 32 x its warm-up (m + k)
+WARM_UP_SHARE = 64                 # aim: tile >= 64 x its warm-up (m + k)
 MAX_WARM_UP = THREADS * COLUMNS[-1] // 2  # m + k up to half the widest tile (2,048)
 MAX_BLOCKS_Y = 65_535
 SCRATCH_BYTES = 256 << 20          # rowdp_global: its rows of D in global memory per launch
@@ -38,7 +38,10 @@ PIECE_CHARS = 1 << 25              # rowdp_global: text per X matrix (8 bytes pe
 
 
 def columns_per_thread(m: int, k: int) -> int | None:
-    """R for a row of length m: the smallest with THREADS * R >= 32 (m + k), or None (too long)."""
+    """R for a row of length m: the smallest with THREADS * R >= 64 (m + k), or None (too long).
+
+    (bench_rowdp.py, H100: at m = 16, k = 6 the wider tiles are a few per cent faster, R = 8 best.)
+    """
     warm = m + k
     if warm > MAX_WARM_UP:
         return None
@@ -89,15 +92,43 @@ def rowdp_shfl(text, batch, k: int, owned_lo: int, owned_hi: int, columns: int |
 
 
 def _shared_bytes(r: int, m_max: int) -> int:
-    """rowdp_shfl_r<r>'s dynamic shared memory: 2 rows of D, X (4 x W), pattern, text tile."""
+    """rowdp_shfl_r<r>'s dynamic shared memory: 2 rows of D, X (4 x W), pattern and its codes, text tile."""
     width = THREADS * r
-    return 2 * 2 * (width + 1) + 4 * 2 * width + m_max + width
+    return 2 * 2 * (width + 1) + 4 * 2 * width + 2 * m_max + width
+
+
+def tile_groups(lengths: np.ndarray, k: int, columns: int | None = None):
+    """Rows by tile width: ([(R, rows)], rows for edit-myers). ``columns`` forces R where it fits."""
+    chosen = np.array([(columns or columns_per_thread(int(m), k) or 0) if m > 0 else -1 for m in lengths],
+                      dtype=np.int64)
+    if columns is not None:
+        chosen[(lengths + k > MAX_WARM_UP) | (lengths + k >= THREADS * columns)] = 0
+        chosen[lengths == 0] = -1
+    groups = [(int(r), np.flatnonzero(chosen == r).astype(np.int32)) for r in COLUMNS if (chosen == r).any()]
+    return groups, np.flatnonzero(chosen == 0)
+
+
+def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, groups, hit_buffers) -> None:
+    """Every launch of one search into ``hit_buffers`` (count, row, end, distance; capacity = their size).
+
+    Asynchronous: nothing is read back. Also what bench_rowdp.py times as "the kernels".
+    """
+    import cupy
+
+    from .cuda import load_module
+
+    module = load_module("rowdp.cu")
+    lengths = np.asarray(batch.lengths, dtype=np.int32)
+    masks = cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8))
+    lengths_device = cupy.asarray(lengths)
+    count, out_row, out_end, out_dist = hit_buffers
+    hit_args = (count, np.uint64(out_row.size), out_row, out_end, out_dist)
+    for r, rows in groups:
+        _launch_group(module, text_device, masks, lengths_device, lengths, rows, r, k, lo, hi, shuffle, hit_args)
 
 
 def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int | None) -> EndHits:
-    import cupy
-
-    from .cuda import compact_hits_buffers, load_module, to_device_text
+    from .cuda import compact_hits_buffers, to_device_text
 
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     text_device = to_device_text(text)
@@ -106,28 +137,18 @@ def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int
         return EndHits.empty()
     parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
     # Rows by columns per thread (the tile width); too long rows go to edit-myers.
-    chosen = np.array([columns or columns_per_thread(int(m), k) or 0 if m > 0 else -1 for m in lengths])
-    if columns is not None:
-        chosen[(lengths + k > MAX_WARM_UP) | (lengths + k >= THREADS * columns)] = 0
-        chosen[lengths == 0] = -1
-    too_long = np.flatnonzero(chosen == 0)
-    groups = [(int(r), np.flatnonzero(chosen == r).astype(np.int32)) for r in COLUMNS if (chosen == r).any()]
-
+    groups, too_long = tile_groups(lengths, k, columns)
     if groups:
-        module = load_module("rowdp.cu")
-        masks = cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8))
-        lengths_device = cupy.asarray(lengths)
         searched = sum(rows.size for _, rows in groups)
         capacity = max(1 << 16, min(4, searched) * (hi - lo))
         while True:
-            count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
-            for r, rows in groups:
-                _launch_group(module, text_device, masks, lengths_device, lengths, rows, r, k, lo, hi,
-                              shuffle, (count, np.uint64(capacity), out_row, out_end, out_dist))
-            found = int(count.get()[0])
+            buffers = compact_hits_buffers(capacity)
+            launch_kernels(text_device, batch, k, lo, hi, shuffle, groups, buffers)
+            found = int(buffers[0].get()[0])
             if found <= capacity:
                 break
             capacity = found  # rare: more hits than slots; run again with room for all
+        _, out_row, out_end, out_dist = buffers
         parts.append(EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()))
     if too_long.size:
         from .edit_cuda import _subset, myers
