@@ -148,7 +148,7 @@ def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = T
         text = random_text(rng, n, patterns, k)
         measured_kernels = set()  # several algorithms share one CPU path: time it once
         for name, algorithm in kernels.ALGORITHMS.items():
-            if algorithm.metric != metric or not algorithm.admits(backend, m, k):
+            if not algorithm.serves(metric) or not algorithm.admits(backend, m, k):
                 continue
             if algorithm.backends[backend] in measured_kernels:
                 continue

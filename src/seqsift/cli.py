@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", default="best", choices=MODES,
                    help="best: one row per locus with start (default); ends: every end position")
     s.add_argument("--strand", default="both", choices=list(STRAND_CHOICES), help="both (default), + or -")
+    s.add_argument("--alphabet", default="dna", choices=["dna", "bytes"],
+                   help="dna (default) or bytes: plain byte matching of non-DNA text (case-sensitive, "
+                        "+ strand only; algorithms exact-shiftor-scan, edit-wm-scan, edit-wm-segmented)")
     s.add_argument("-o", "--output", help="output .tsv, .bed or .parquet (default: TSV on stdout)")
     s.add_argument("--no-align", action="store_true", help="leave out the aligned text and CIGAR columns")
     s.add_argument("--resume", action="store_true",
@@ -136,7 +139,7 @@ def _patterns_argument(args) -> object:
                 raise InputError("give patterns either as a file or on the command line, not both")
             return args.patterns
         on_command_line += args.patterns.split(",")
-    return patterns_from_cli(on_command_line)
+    return patterns_from_cli(on_command_line, alphabet=getattr(args, "alphabet", "dna"))
 
 
 def _run_options(args) -> dict:
@@ -149,7 +152,7 @@ def _run_options(args) -> dict:
 def cmd_search(args) -> int:
     search(args.reference, _patterns_argument(args), args.k, metric=args.metric, strand=args.strand,
            mode=args.mode, output=args.output or "-", align=not args.no_align, resume=args.resume,
-           **_run_options(args))
+           alphabet=args.alphabet, **_run_options(args))
     return 0
 
 

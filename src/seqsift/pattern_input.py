@@ -113,7 +113,7 @@ class _Collector:
     def result(self, empty_message: str) -> PatternSet:
         if not self.names:
             raise InputError(empty_message)
-        return PatternSet(names=tuple(self.names), sequences=tuple(self.sequences))
+        return PatternSet(names=tuple(self.names), sequences=tuple(self.sequences), alphabet=self.alphabet)
 
 
 def _list_letters(letters: list[str]) -> str:

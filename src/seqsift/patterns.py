@@ -26,6 +26,7 @@ class PatternSet:
 
     names: tuple[str, ...]
     sequences: tuple[str, ...]
+    alphabet: str = "dna"  # "bytes": sequences are literal bytes (case kept, no IUPAC, no complement)
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -39,10 +40,17 @@ class PatternSet:
         return [range(i, min(i + batch_size, len(self))) for i in range(0, len(self), batch_size)]
 
     def oriented(self, indices: range, strands: tuple[int, ...]) -> "PatternBatch":
-        """Rows for ``indices`` x ``strands`` (pattern-major), ready for a kernel."""
+        """Rows for ``indices`` x ``strands`` (pattern-major), ready for a kernel.
+
+        Byte patterns (``alphabet="bytes"``) hold their raw bytes in ``masks``
+        and have the + strand only.
+        """
+        if self.alphabet == "bytes" and STRAND_MINUS in strands:
+            raise ValueError("byte patterns have no reverse complement: search the + strand only")
         rows_masks, pattern_index, strand = [], [], []
         for i in indices:
-            forward = pattern_masks(self.sequences[i])
+            forward = (np.frombuffer(self.sequences[i].encode("latin-1"), dtype=np.uint8)
+                       if self.alphabet == "bytes" else pattern_masks(self.sequences[i]))
             for s in strands:
                 rows_masks.append(forward if s == STRAND_PLUS else reverse_complement_masks(forward))
                 pattern_index.append(i)
@@ -56,6 +64,7 @@ class PatternSet:
             lengths=lengths,
             pattern_index=np.array(pattern_index, dtype=np.int32),
             strand=np.array(strand, dtype=np.int8),
+            alphabet=self.alphabet,
         )
 
 
@@ -67,12 +76,16 @@ class PatternBatch:
     lengths:       (rows,) int32
     pattern_index: (rows,) int32, index of the row's pattern in the PatternSet
     strand:        (rows,) int8, STRAND_PLUS or STRAND_MINUS
+    alphabet:      "dna" (masks are IUPAC masks, the text holds text codes) or
+                   "bytes" (masks hold the pattern's bytes, the text raw bytes,
+                   and a position matches when they are equal)
     """
 
     masks: np.ndarray
     lengths: np.ndarray
     pattern_index: np.ndarray
     strand: np.ndarray
+    alphabet: str = "dna"
 
     @property
     def rows(self) -> int:

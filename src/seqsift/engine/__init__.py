@@ -12,7 +12,7 @@ import sys
 from .. import kernels
 from ..cluster import connect, count_gpus, worker_count
 from ..errors import InputError
-from ..pattern_input import read_patterns, validate_patterns_for_job
+from ..pattern_input import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
 from ..reference import open_reference
 from .job import MODES, SearchJob
@@ -51,7 +51,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
            align: bool = True, client=None, workers: int | None = None, gpus=None,
            scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            chunk_size: int | None = None, pattern_batch_size: int | None = None,
-           progress: bool = False, resume: bool = False, verbose: bool = False):
+           progress: bool = False, resume: bool = False, verbose: bool = False, alphabet: str = "dna"):
     """Find every approximate occurrence of ``patterns`` in ``reference``.
 
     reference  path of a FASTA file (plain, BGZF or plain gzip)
@@ -69,6 +69,9 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     verbose    print the chosen algorithm and why on stderr
     resume     with ``output``: reuse the tasks an interrupted run of the same
                job saved beside the output file, and run only the rest
+    alphabet   ``dna`` (default) or ``bytes``: plain byte matching of non-DNA
+               text (reference bytes as they are, patterns as literal bytes,
+               + strand only; ``strand="both"`` means ``+``)
 
     Rows are sorted by record (reference order), start (``ends``: end),
     pattern (input order), strand.
@@ -85,9 +88,17 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         raise InputError(f"chunk size must be at least 1, not {chunk_size}")
     if pattern_batch_size is not None and pattern_batch_size < 1:
         raise InputError(f"pattern batch size must be at least 1, not {pattern_batch_size}")
+    if alphabet not in ALPHABETS:
+        raise InputError(f"unknown alphabet {alphabet!r} (choose {' or '.join(ALPHABETS)})")
+    if alphabet == "bytes":
+        if strand == "-":
+            raise InputError("--alphabet bytes has no reverse complement: it searches the + strand only")
+        strand = "+"
     check_output_path(output)
     ref = open_reference(reference)
-    pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns)
+    pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
+    if pattern_set.alphabet != alphabet:
+        raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
     source = patterns if isinstance(patterns, (str, os.PathLike)) else "patterns"
     validate_patterns_for_job(pattern_set, k, ref.lengths, str(source))
 
@@ -96,7 +107,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     backend = resolve_backend(backend)
     try:
         chosen, reason = kernels.choose_algorithm(metric, backend, algorithm, m_max=int(pattern_set.lengths.max()),
-                                                  k=k, patterns=len(pattern_set))
+                                                  k=k, patterns=len(pattern_set), alphabet=alphabet)
     except ValueError as err:
         raise InputError(str(err)) from None
     if verbose:

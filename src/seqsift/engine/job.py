@@ -31,6 +31,11 @@ class SearchJob:
     def strands(self) -> tuple[int, ...]:
         return STRAND_CHOICES[self.strand]
 
+    @property
+    def alphabet(self) -> str:
+        """"dna" (text codes, IUPAC patterns) or "bytes" (raw bytes, literal patterns)."""
+        return self.patterns.alphabet
+
     @cached_property
     def m_max(self) -> int:
         return int(self.patterns.lengths.max())

@@ -46,7 +46,7 @@ def job_fingerprint(job, chunk_size: int, pattern_batch_size: int) -> dict:
         "records_sha256": records.hexdigest(),
         "patterns_sha256": patterns.hexdigest(),
         "parameters": {"metric": job.metric, "k": job.k, "mode": job.mode, "strand": job.strand,
-                       "align": job.align},
+                       "align": job.align, "alphabet": job.alphabet},
         "chunk_size": chunk_size,
         "pattern_batch_size": pattern_batch_size,
     }

@@ -100,6 +100,8 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
     frames = []
     for chunk in group.chunks:
         raw, text = read_chunk(job.reference, chunk)
+        if job.alphabet == "bytes":  # raw bytes: no case folding, no N rule (DESIGN.md)
+            text = np.frombuffer(raw, dtype=np.uint8)
         hits = kernels.find_ends(job.algorithm, job.backend, text, batch, job.k,
                                  chunk.owned_lo, chunk.owned_hi)
         if len(hits) == 0:

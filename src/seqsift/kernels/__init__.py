@@ -54,16 +54,21 @@ class EndHits:
 @dataclass(frozen=True)
 class Algorithm:
     name: str
-    metric: str
+    metric: str | tuple[str, ...]  # the metric it serves, or several (exact matching: both at k = 0)
     backends: dict[str, str]  # backend -> "module:function" under seqsift.kernels
     summary: str
     max_m: int | None = None  # longest pattern it handles (None: any)
     max_k: int | None = None  # largest k it handles (None: any below m)
+    alphabets: tuple[str, ...] = ("dna",)  # "bytes": also raw byte text (--alphabet bytes)
 
-    def admits(self, backend: str, m_max: int, k: int) -> bool:
+    def serves(self, metric: str) -> bool:
+        return metric == self.metric if isinstance(self.metric, str) else metric in self.metric
+
+    def admits(self, backend: str, m_max: int, k: int, alphabet: str = "dna") -> bool:
         return (backend in self.backends
                 and (self.max_m is None or m_max <= self.max_m)
-                and (self.max_k is None or k <= self.max_k))
+                and (self.max_k is None or k <= self.max_k)
+                and alphabet in self.alphabets)
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -106,6 +111,28 @@ ALGORITHMS: dict[str, Algorithm] = {
             {"cpu": "edit:myers_cpu", "cuda": "edit_cuda:myers"},
             "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
         ),
+        # Mitani, Ino & Hagihara 2017 (papers/mitani2017-shift-or-inclusive-scan.txt): Shift-Or and
+        # Wu-Manber as inclusive scans in the tribrid scheme, and the GBPR segmentation baseline. The
+        # CPU paths emulate the GPU kernels' formulation (shiftor_cpu.py). Exact matching serves both
+        # metrics at k = 0; all three also search raw byte text (--alphabet bytes).
+        Algorithm(
+            "exact-shiftor-scan", ("hamming", "edit"),
+            {"cpu": "shiftor:exact_scan_cpu", "cuda": "shiftor:exact_scan_cuda"},
+            "exact matching (k = 0) by Shift-Or as an inclusive scan, tribrid scheme (Mitani et al., Algorithms 1, 3)",
+            max_m=64, max_k=0, alphabets=("dna", "bytes"),
+        ),
+        Algorithm(
+            "edit-wm-scan", "edit",
+            {"cpu": "shiftor:wm_scan_cpu", "cuda": "shiftor:wm_scan_cuda"},
+            "k-differences by Wu-Manber as inclusive scans, tribrid scheme (Mitani et al., Algorithm 2)",
+            max_m=64, max_k=63, alphabets=("dna", "bytes"),
+        ),
+        Algorithm(
+            "edit-wm-segmented", "edit",
+            {"cpu": "shiftor:segmented_cpu", "cuda": "shiftor:segmented_cuda"},
+            "k-differences by sequential Wu-Manber per thread segment plus halo (GBPR, Mitani et al.'s baseline)",
+            max_m=64, max_k=8, alphabets=("dna", "bytes"),
+        ),
         # Onsjo & Watanabe 2009 (papers/onsjo2009-bit-parallel-nfa.txt): the Baeza-Yates-Navarro
         # NFA in Hyyro's packing, one block per NFA; the CPU path runs the same word updates (nfa_cpu.py).
         Algorithm(
@@ -139,33 +166,53 @@ DEFAULT_ALGORITHM = {
 
 
 def choose_algorithm(metric: str, backend: str, algorithm: str = "auto", *, m_max: int = 1, k: int = 0,
-                     patterns: int = 1) -> tuple[str, str]:
+                     patterns: int = 1, alphabet: str = "dna") -> tuple[str, str]:
     """The algorithm to run and why: ``algorithm`` checked, or the planner's pick for ``auto``.
 
     Raises ValueError (one line, for the user) for an unknown algorithm, one
-    of another metric, or one whose limits the job exceeds.
+    of another metric or alphabet, or one whose limits the job exceeds.
     """
     if algorithm == "auto":
         from .planner import plan
 
         choice = plan(metric, backend, m_max, k, patterns,
-                      lambda name: name in ALGORITHMS and ALGORITHMS[name].admits(backend, m_max, k))
+                      lambda name: name in ALGORITHMS and ALGORITHMS[name].admits(backend, m_max, k, alphabet))
         if choice is not None:
             return choice.algorithm, choice.reason
+        if alphabet != "dna":
+            return _first_for_alphabet(metric, backend, m_max, k, alphabet)
         fallback = DEFAULT_ALGORITHM[(metric, backend)]
         return fallback, f"{fallback}: the default for {metric} on {backend} (no measured table)"
     known = ALGORITHMS.get(algorithm)
     if known is None:
         raise ValueError(f"unknown algorithm {algorithm!r} (known: auto, {', '.join(ALGORITHMS)})")
-    if known.metric != metric:
-        raise ValueError(f"algorithm {algorithm!r} is for --metric {known.metric}, not {metric}")
+    if not known.serves(metric):
+        served = known.metric if isinstance(known.metric, str) else " or ".join(known.metric)
+        raise ValueError(f"algorithm {algorithm!r} is for --metric {served}, not {metric}")
+    if alphabet not in known.alphabets:
+        raise ValueError(f"algorithm {algorithm!r} does not search --alphabet {alphabet} "
+                         f"(those that do: {', '.join(_supporting(alphabet))})")
     if backend not in known.backends and "cpu" not in known.backends:
         raise ValueError(f"algorithm {algorithm!r} has no {backend} backend "
                          f"(it has: {', '.join(known.backends)})")
-    if not known.admits(backend if backend in known.backends else "cpu", m_max, k):
+    if not known.admits(backend if backend in known.backends else "cpu", m_max, k, alphabet):
         raise ValueError(f"algorithm {algorithm!r} handles patterns up to {known.max_m} long and k up to "
                          f"{known.max_k}; this job has m={m_max}, k={k}")
     return algorithm, f"{algorithm}: chosen with --algorithm"
+
+
+def _supporting(alphabet: str) -> list[str]:
+    return [name for name, a in ALGORITHMS.items() if alphabet in a.alphabets]
+
+
+def _first_for_alphabet(metric: str, backend: str, m_max: int, k: int, alphabet: str) -> tuple[str, str]:
+    """``auto`` for a non-DNA alphabet without measurements: the first algorithm that can run the job."""
+    for prefer_backend in (backend, "cpu"):
+        for name, a in ALGORITHMS.items():
+            if a.serves(metric) and a.admits(prefer_backend, m_max, k, alphabet):
+                return name, f"{name}: the first algorithm for --alphabet {alphabet} that admits the job"
+    raise ValueError(f"no algorithm searches --alphabet {alphabet} with --metric {metric}, k={k}, "
+                     f"patterns up to {m_max} long (those for {alphabet}: {', '.join(_supporting(alphabet))})")
 
 
 def _resolve(path: str):
@@ -193,4 +240,5 @@ def locate(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarra
     """
     from . import align_cpu
 
-    return align_cpu.locate(metric, text, batch.masks, batch.lengths, row, end, distance)
+    return align_cpu.locate(metric, text, batch.masks, batch.lengths, row, end, distance,
+                            exact_bytes=getattr(batch, "alphabet", "dna") == "bytes")

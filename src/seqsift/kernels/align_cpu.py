@@ -42,12 +42,15 @@ BAD_DISTANCE = 2     # no start reaches the given distance
 
 
 @njit(cache=True, inline="always")
-def _matches(mask, code):
+def _matches(mask, code, exact_bytes=False):
+    """IUPAC mask against a text code; with ``exact_bytes`` (``--alphabet bytes``) byte equality."""
+    if exact_bytes:
+        return mask == code
     return ((mask >> code) & 1) == 1
 
 
 @njit(parallel=True, cache=True)
-def hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status):
+def hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes=False):
     """One '=' / 'X' operation per pattern position of each hit."""
     n = text.shape[0]
     for h in prange(rows.shape[0]):
@@ -60,11 +63,11 @@ def hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, statu
             continue
         base = op_offsets[h]
         for j in range(m):
-            ops[base + j] = OP_MATCH if _matches(masks[row, j], text[s + j]) else OP_MISMATCH
+            ops[base + j] = OP_MATCH if _matches(masks[row, j], text[s + j], exact_bytes) else OP_MISMATCH
 
 
 @njit(cache=True)
-def _edit_locate_one(text, masks, row, m, end, d, ops, base):
+def _edit_locate_one(text, masks, row, m, end, d, ops, base, exact_bytes=False):
     """Smallest start and forward alignment ops of one edit hit.
 
     Returns (start, number of ops, status). The band of R is stored as
@@ -87,7 +90,7 @@ def _edit_locate_one(text, masks, row, m, end, d, ops, base):
                 # diagonal: P[m-i] against text[end-j]
                 diagonal = band[i - 1, x]  # (i-1, j-1) has the same j - i
                 if diagonal < INFINITE:
-                    best = diagonal + (0 if _matches(mask, text[end - j]) else 1)
+                    best = diagonal + (0 if _matches(mask, text[end - j], exact_bytes) else 1)
                 if x > 0 and band[i, x - 1] + 1 < best:  # (i, j-1): a D
                     best = band[i, x - 1] + 1
             if x + 1 < width and band[i - 1, x + 1] + 1 < best:  # (i-1, j): an I
@@ -109,7 +112,7 @@ def _edit_locate_one(text, masks, row, m, end, d, ops, base):
         x = j - i + d
         value = band[i, x]
         if i > 0 and j > 0:
-            same = _matches(masks[row, m - i], text[end - j])
+            same = _matches(masks[row, m - i], text[end - j], exact_bytes)
             if band[i - 1, x] + (0 if same else 1) == value:
                 ops[base + count] = OP_MATCH if same else OP_MISMATCH
                 count += 1
@@ -128,7 +131,8 @@ def _edit_locate_one(text, masks, row, m, end, d, ops, base):
 
 
 @njit(parallel=True, cache=True)
-def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status):
+def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status,
+             exact_bytes=False):
     """Starts and alignment ops of edit hits, in parallel over hits.
 
     Hit h may write at most lengths[row] + distance ops from op_offsets[h]
@@ -143,7 +147,7 @@ def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_co
             continue
         start, count, bad = _edit_locate_one(text, masks, row, np.int64(lengths[row]),
                                              np.int64(ends[h]), np.int64(distances[h]),
-                                             ops, op_offsets[h])
+                                             ops, op_offsets[h], exact_bytes)
         starts[h] = start
         op_counts[h] = count
         status[h] = bad
@@ -195,8 +199,12 @@ def _cigars(ops, op_offsets, op_counts) -> list[str]:
     return [text[a:a + w] for a, w in zip(char_offsets.tolist(), written.tolist())]
 
 
-def locate(metric: str, text, masks, lengths, row, end, distance) -> tuple[np.ndarray, list[str]]:
+def locate(metric: str, text, masks, lengths, row, end, distance,
+           exact_bytes: bool = False) -> tuple[np.ndarray, list[str]]:
     """Start (int64) and extended CIGAR of every hit (row[h], end[h], distance[h]).
+
+    With ``exact_bytes`` the masks are pattern bytes matched by equality
+    against raw text bytes (``--alphabet bytes``).
 
     metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
     start = the smallest s with ED(P, text[s:end]) == distance[h], which must
@@ -219,14 +227,14 @@ def locate(metric: str, text, masks, lengths, row, end, distance) -> tuple[np.nd
         op_counts = m
         op_offsets = np.cumsum(op_counts) - op_counts
         ops = np.empty(int(op_counts.sum()), np.uint8)
-        hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status)
+        hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes)
     elif metric == "edit":
         room = m + np.maximum(distances, 0)
         op_offsets = np.cumsum(room) - room
         ops = np.empty(int(room.sum()), np.uint8)
         op_counts = np.zeros(hits, np.int64)
         edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts,
-                 starts, status)
+                 starts, status, exact_bytes)
     else:
         raise ValueError(f"unknown metric {metric!r} (known: hamming, edit)")
     bad = np.flatnonzero(status)

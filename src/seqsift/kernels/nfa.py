@@ -84,25 +84,18 @@ def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
 # CUDA (nfa.cu)
 # ---------------------------------------------------------------------------
 
-WPT_COST = {1: 1.0, 2: 0.79, 4: 0.69}
-"""Relative time per state word with 1, 2 or 4 words per thread: bench_nfa.py on
-the H100, m = 1,024, k = 15 (93.4, 73.5 and 64.2 ms; fewer shared-memory
-exchanges and barriers per word with more words per thread)."""
+MIN_THREADS = 64
+"""Threads per block the launcher keeps when it gives threads several words (two warps)."""
 
 
 def words_per_thread(words: int) -> int:
-    """Words per thread for an NFA of ``words`` words: of 4, 2 and 1, the one with
-    the least estimated time, i.e. padded words (threads rounded up to whole
-    warps, x words per thread) x WPT_COST, within one block of MAX_THREADS."""
-    best = None
-    for wpt in (4, 2, 1):
-        threads = -(-(-(-words // wpt)) // 32) * 32
-        if threads > MAX_THREADS:
-            continue
-        cost = threads * wpt * WPT_COST[wpt]
-        if best is None or cost < best[0]:
-            best = (cost, wpt)
-    return best[1]
+    """Words per thread for an NFA of ``words`` words: 4 or 2 while that leaves at
+    least MIN_THREADS threads (fewer shared-memory exchanges and barriers per
+    word), else 1; always few enough threads for one block."""
+    for wpt in (4, 2):
+        if words >= MIN_THREADS * wpt:
+            return wpt
+    return 1
 
 
 def _shared_bytes(threads: int, wpt: int) -> int:

@@ -15,6 +15,9 @@ and the definitions of DESIGN.md ("What a hit is"):
 An end e is reported only when its last character e - 1 lies in
 [owned_lo, owned_hi).
 
+Byte patterns (``batch.alphabet == "bytes"``) match raw text bytes by
+equality (:data:`BYTE_MATCH`) instead of IUPAC masks against text codes.
+
 For locate there are :func:`edit_distance`, :func:`smallest_start` (brute
 force over every start) and :func:`cigar_errors` (checks a CIGAR and counts
 its edits).
@@ -31,6 +34,13 @@ from . import EndHits
 # Code 4 (NEVER) matches nothing; a mask of 0 (not an IUPAC letter) matches nothing.
 MATCH = np.array([[((mask >> code) & 1) == 1 if code < 4 else False for code in range(5)]
                   for mask in range(256)], dtype=bool)
+# BYTE_MATCH[pattern byte, text byte]: plain equality (--alphabet bytes).
+BYTE_MATCH = np.eye(256, dtype=bool)
+
+
+def match_table(batch) -> np.ndarray:
+    """MATCH for DNA rows, BYTE_MATCH for byte rows."""
+    return BYTE_MATCH if getattr(batch, "alphabet", "dna") == "bytes" else MATCH
 
 
 def _owned(ends: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -50,6 +60,7 @@ def hamming_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
     """Every (row, end, mismatches) with at most k mismatches, by m vectorized passes per row."""
     text = np.asarray(text, dtype=np.uint8)
     n = text.shape[0]
+    match = match_table(batch)
     rows, ends, dists = [], [], []
     for r in range(batch.rows):
         m = int(batch.lengths[r])
@@ -58,7 +69,7 @@ def hamming_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
         windows = n - m + 1  # starts 0 .. n - m
         mismatches = np.zeros(windows, dtype=np.int64)
         for j in range(m):
-            mismatches += ~MATCH[batch.masks[r, j], text[j:j + windows]]
+            mismatches += ~match[batch.masks[r, j], text[j:j + windows]]
         starts = np.flatnonzero(mismatches <= k)
         e = starts + m
         keep = _owned(e, owned_lo, owned_hi)
@@ -68,7 +79,7 @@ def hamming_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
     return _collect(rows, ends, dists)
 
 
-def edit_distances_to_ends(text, masks_row, free_start: bool = True) -> np.ndarray:
+def edit_distances_to_ends(text, masks_row, free_start: bool = True, match: np.ndarray = MATCH) -> np.ndarray:
     """d(e) = min over s of ED(P, text[s:e]) for every e in 0..len(text).
 
     Dynamic programming one pattern row at a time (Sellers 1980), each row
@@ -89,7 +100,7 @@ def edit_distances_to_ends(text, masks_row, free_start: bool = True) -> np.ndarr
     position = np.arange(n + 1, dtype=np.int64)
     previous = np.zeros(n + 1, dtype=np.int64) if free_start else position.copy()  # row 0
     for i, mask in enumerate(masks_row, start=1):
-        mismatch = ~MATCH[mask, text]
+        mismatch = ~match[mask, text]
         tmp = np.empty(n + 1, dtype=np.int64)
         tmp[0] = i
         tmp[1:] = np.minimum(previous[:-1] + mismatch, previous[1:] + 1)
@@ -106,7 +117,7 @@ def edit_ends(text, batch, k, owned_lo, owned_hi) -> EndHits:
         return EndHits.empty()
     for r in range(batch.rows):
         m = int(batch.lengths[r])
-        d = edit_distances_to_ends(text[:hi], batch.masks[r, :m])
+        d = edit_distances_to_ends(text[:hi], batch.masks[r, :m], match=match_table(batch))
         e = np.flatnonzero(d <= k)
         e = e[_owned(e, owned_lo, owned_hi)]
         rows.append(np.full(e.size, r))
@@ -142,7 +153,7 @@ def smallest_start(masks_row, text, end: int, distance: int) -> int | None:
 _CIGAR_RUN = re.compile(r"(\d+)([=XID])")
 
 
-def cigar_errors(cigar: str, masks_row, segment) -> int:
+def cigar_errors(cigar: str, masks_row, segment, match: np.ndarray = MATCH) -> int:
     """Check that ``cigar`` aligns the whole pattern to the whole segment, and count its edits.
 
     '=' must pair matching characters, 'X' mismatching ones, 'I' consumes a
@@ -161,7 +172,7 @@ def cigar_errors(cigar: str, masks_row, segment) -> int:
             if op in "=X":
                 if i >= len(masks_row) or j >= len(segment):
                     raise ValueError(f"{cigar!r} runs past the pattern or the segment")
-                same = bool(MATCH[masks_row[i], segment[j]])
+                same = bool(match[masks_row[i], segment[j]])
                 if same != (op == "="):
                     raise ValueError(f"{cigar!r}: {op} at pattern {i}, text {j} is wrong")
                 errors += op == "X"

@@ -1,0 +1,382 @@
+"""Shift-Or and Wu-Manber as inclusive scans (Mitani et al. 2017): launchers.
+
+Every launcher has the common call shape (kernels/__init__.py)::
+
+    kernel(text, batch, k, owned_lo, owned_hi) -> EndHits
+
+and takes the paper's tuning knobs as keywords (the benchmark sweeps them):
+
+==================  =======================  =========================  ==========================
+algorithm           CPU (Numba, CI-tested)   CUDA (shiftor.cu)          knobs
+==================  =======================  =========================  ==========================
+exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), word_bits
+edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16)
+edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1 = GBPR; 4..16 tiled), segment
+==================  =======================  =========================  ==========================
+
+* exact-shiftor-scan: exact matching (k = 0), the same hits for Hamming and
+  edit distance. Algorithm 1 in the tribrid scheme: overlapping segments per
+  GPU block, a disjoint segmented scan over the block's warps and within each
+  warp (shuffles), alpha characters per thread by sequential Shift-Or, and the
+  wildcard extension that skips the last addition when m <= w - alpha + 1.
+  w = 32 for m <= 32, else 64; patterns up to 64 characters.
+* edit-wm-scan: Wu-Manber's k differences (Algorithm 2), each level an
+  inclusive scan under double-dagger in the same tribrid scheme; any k < m.
+* edit-wm-segmented: the GBPR baseline: each GPU thread runs sequential
+  Wu-Manber over ``segment`` characters plus a halo of m + k - 1 before them
+  (alpha = 1, segment = 8 as in the paper); alpha > 1 is the tiled GBPR, which
+  fetches alpha contiguous characters at a time. k <= 8.
+
+The Wu-Manber algorithms report d(e) = min over s of ED(P, text[s:e]): the
+first level whose state at e is active. Pattern rows are IUPAC masks (DNA:
+text code 4 never matches) or raw bytes (``batch.alphabet == "bytes"``); both
+become the mask table B[c] (shiftor_cpu.mask_tables), so the kernels never
+see the difference.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from . import EndHits
+from . import shiftor_cpu as _cpu
+from .hamming import concat_hits, empty_pattern_hits, run_buffered_tasks
+
+MAX_M = 64
+WARPS = 8                 # warps per block, as in shiftor.cu
+THREADS = 32 * WARPS
+WM_K_MAX = 63             # as in shiftor.cu
+SEGMENTED_K_MAX = 8       # as in shiftor.cu
+EXACT_ALPHAS = (1, 2, 4, 8, 16, 32)
+WM_ALPHAS = (1, 2, 4, 8, 16)
+SEGMENTED_ALPHAS = (1, 4, 8, 16)
+DEFAULT_ALPHA = 16        # the paper's choice (Section 6.1)
+GBPR_SEGMENT = 8          # the paper's GBPR segment size (Section 6)
+TABLE_BYTES = 32 * 1024   # the replicated mask table in shared memory (shiftor.cu)
+ROWS_PER_LAUNCH = 65_535  # grid.y limit
+
+
+def word_bits(m: int, alpha: int = DEFAULT_ALPHA) -> int:
+    """The word size w for a pattern of length m: 32 bits when it fits, else 64."""
+    return 32 if m <= 32 else 64
+
+
+def uses_wildcard(m: int, alpha: int, bits: int) -> bool:
+    """Section 5.1: the last addition phase is skipped when m <= w - alpha + 1."""
+    return m + alpha - 1 <= bits
+
+
+# ---------------------------------------------------------------------------
+# Shared preparation
+# ---------------------------------------------------------------------------
+
+def _prepare(batch, k: int, max_k: int, name: str):
+    """Row lengths, the mask tables, the rows that take a kernel and the empty rows."""
+    lengths = np.asarray(batch.lengths, dtype=np.int32)
+    if lengths.size and int(lengths.max()) > MAX_M:
+        raise ValueError(f"{name} handles patterns up to {MAX_M} characters, not {int(lengths.max())}")
+    if k < 0 or k > max_k:
+        raise ValueError(f"{name} handles k from 0 to {max_k}, not {k}")
+    tables = _cpu.mask_tables(batch.masks, lengths, getattr(batch, "alphabet", "dna"))
+    return lengths, tables, np.flatnonzero(lengths > 0), np.flatnonzero(lengths == 0)
+
+
+def _check_alpha(alpha: int, allowed: tuple[int, ...], name: str) -> None:
+    if alpha not in allowed:
+        raise ValueError(f"{name}: alpha must be one of {allowed}, not {alpha}")
+
+
+def _tile_tasks(rows: np.ndarray, base: int, hi: int, tile: int, tiles_per_task: int | None = None):
+    """CPU tasks (row, whole tiles from base): about four per thread over all rows,
+    or segments of ``tiles_per_task`` tiles (a GPU block's share)."""
+    tiles = -(-(hi - base) // tile)
+    if tiles_per_task is None:
+        target = 4 * numba.get_num_threads()
+        per_row = max(1, min(tiles, -(-target // max(1, rows.size))))
+        tiles_per_task = -(-tiles // per_row)
+    starts = np.arange(0, tiles, tiles_per_task, dtype=np.int64)
+    task_rows = np.repeat(rows.astype(np.int64), starts.size)
+    task_lo = np.tile(base + starts * tile, rows.size)
+    task_hi = np.tile(base + np.minimum(starts + tiles_per_task, tiles) * tile, rows.size)
+    return task_rows, task_lo, task_hi
+
+
+def _clip(text_size: int, owned_lo: int, owned_hi: int) -> tuple[int, int]:
+    return max(0, int(owned_lo)), min(int(text_size), int(owned_hi))
+
+
+# ---------------------------------------------------------------------------
+# CPU paths (Numba; the GPU kernels' formulation, shiftor_cpu.py)
+# ---------------------------------------------------------------------------
+
+def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = WARPS,
+                   bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
+    """exact-shiftor-scan on the CPU: the tribrid scheme of shiftor.cu, emulated."""
+    _check_alpha(alpha, EXACT_ALPHAS, "exact-shiftor-scan")
+    lengths, tables, rows, empty = _prepare(batch, k, 0, "exact-shiftor-scan (exact matching)")
+    text = np.ascontiguousarray(text, dtype=np.uint8)
+    lo, hi = _clip(text.size, owned_lo, owned_hi)
+    if hi <= lo:
+        return EndHits.empty()
+    row_bits = np.array([bits or word_bits(int(m), alpha) for m in lengths], dtype=np.int64)
+    base = lo - lo % 16
+    task_rows, task_lo, task_hi = _tile_tasks(rows, base, hi, 32 * warps * alpha, tiles_per_task)
+    hits = run_buffered_tasks(_cpu.tribrid_exact_tasks, len(task_rows),
+                              (text, tables, lengths, row_bits, task_rows, task_lo, task_hi,
+                               np.int64(lo), np.int64(hi), np.int64(alpha), np.int64(warps)))
+    return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+
+
+def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = WARPS,
+                bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
+    """edit-wm-scan on the CPU: Algorithm 2 in the tribrid scheme of shiftor.cu, emulated."""
+    _check_alpha(alpha, WM_ALPHAS, "edit-wm-scan")
+    lengths, tables, rows, empty = _prepare(batch, k, WM_K_MAX, "edit-wm-scan")
+    text = np.ascontiguousarray(text, dtype=np.uint8)
+    lo, hi = _clip(text.size, owned_lo, owned_hi)
+    if hi <= lo:
+        return EndHits.empty()
+    row_bits = np.array([bits or word_bits(int(m), alpha) for m in lengths], dtype=np.int64)
+    base = lo - lo % 16
+    task_rows, task_lo, task_hi = _tile_tasks(rows, base, hi, 32 * warps * alpha, tiles_per_task)
+    hits = run_buffered_tasks(_cpu.tribrid_wm_tasks, len(task_rows),
+                              (text, tables, lengths, row_bits, np.int64(k), task_rows, task_lo, task_hi,
+                               np.int64(lo), np.int64(hi), np.int64(alpha), np.int64(warps)))
+    return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+
+
+def segmented_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment: int | None = None) -> EndHits:
+    """edit-wm-segmented on the CPU: plain Wu-Manber per segment plus its halo (GBPR).
+
+    ``segment`` defaults to a length that gives every core a few tasks (GBPR's
+    own 8 would spend most of the time in halos on a CPU); the hits do not
+    depend on it.
+    """
+    _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
+    lengths, tables, rows, empty = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
+    text = np.ascontiguousarray(text, dtype=np.uint8)
+    lo, hi = _clip(text.size, owned_lo, owned_hi)
+    if hi <= lo:
+        return EndHits.empty()
+    if segment is None:
+        target = 4 * numba.get_num_threads()
+        segment = max(1 << 14, -(-(hi - lo) * max(1, rows.size) // target))
+    starts = np.arange(lo, hi, segment, dtype=np.int64)
+    task_rows = np.repeat(rows.astype(np.int64), starts.size)
+    task_lo = np.tile(starts, rows.size)
+    task_hi = np.minimum(task_lo + segment, hi)
+    hits = run_buffered_tasks(_cpu.segmented_wm_tasks, len(task_rows),
+                              (text, tables, lengths, np.int64(k), task_rows, task_lo, task_hi, np.int64(alpha)))
+    return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+
+
+# ---------------------------------------------------------------------------
+# CUDA launchers
+# ---------------------------------------------------------------------------
+
+def _device_text(text):
+    """Text bytes on the device, 16-byte aligned (the kernels' vector loads need it)."""
+    from .cuda import to_device_text
+
+    device_text = to_device_text(text)
+    if device_text.data.ptr % 16:
+        device_text = device_text.copy()
+    return device_text
+
+
+def _resident_blocks(kernel, dynamic_smem: int) -> int:
+    """Blocks of THREADS threads that fit on the whole GPU at once (registers, shared memory)."""
+    import cupy
+
+    device = cupy.cuda.Device()
+    properties = cupy.cuda.runtime.getDeviceProperties(device.id)
+    sms = int(properties["multiProcessorCount"])
+    per_sm = 2048 // THREADS
+    try:
+        registers = max(1, int(kernel.num_regs))
+        per_sm = min(per_sm, 65536 // (((registers + 7) // 8) * 8 * THREADS))
+        smem = int(kernel.shared_size_bytes) + dynamic_smem + 1024
+        per_sm = min(per_sm, int(properties["sharedMemPerMultiprocessor"]) // smem)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        per_sm = min(per_sm, 4)
+    return sms * max(1, per_sm)
+
+
+def _grid(kernel, tiles: int, rows: int, dynamic_smem: int) -> tuple[int, int]:
+    """(blocks per row, tiles per block): a whole number of waves of resident blocks,
+    each block taking at least 16 tiles when the text is long enough (Section 4.4:
+    a block's segment is much longer than its halo)."""
+    resident = _resident_blocks(kernel, dynamic_smem)
+    waves = max(1, (tiles * rows) // (resident * 16))
+    blocks_per_row = max(1, -(-(resident * waves) // rows))
+    tiles_per_block = max(1, -(-tiles // blocks_per_row))
+    return -(-tiles // tiles_per_block), tiles_per_block
+
+
+def _run_compacted(launch, capacity: int):
+    """Call ``launch(count, capacity, out_row, out_end, out_dist)`` until every hit fits."""
+    from .cuda import compact_hits_buffers
+
+    while True:
+        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+        launch(count, capacity, out_row, out_end, out_dist)
+        found = int(count.get()[0])
+        if found <= capacity:
+            return out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()
+        capacity = found  # more hits than slots: run again with room for all
+
+
+def _capacity(span: int, rows: int) -> int:
+    return int(min(max(span * rows // 16, 1 << 20), 1 << 26))
+
+
+class Launch:
+    """One kernel launch over the rows ``rows`` of a batch: ``launch(count, capacity,
+    out_row, out_end, out_dist)`` appends their hits (rows numbered within ``rows``)."""
+
+    def __init__(self, rows: np.ndarray, run):
+        self.rows = rows
+        self.run = run
+
+    def __call__(self, count, capacity, out_row, out_end, out_dist):
+        self.run(count, capacity, out_row, out_end, out_dist)
+
+
+def kernel_launches(algorithm: str, text, batch, k: int, owned_lo, owned_hi, **knobs) -> list[Launch]:
+    """The GPU launches of one call of ``algorithm`` (exact-shiftor-scan, edit-wm-scan or
+    edit-wm-segmented), ready to run: the benchmark times them alone, text on the device."""
+    device_text = _device_text(text)
+    if algorithm == "edit-wm-segmented":
+        return _segmented_launches(device_text, batch, k, owned_lo, owned_hi, **knobs)
+    kind = {"exact-shiftor-scan": "exact", "edit-wm-scan": "wm"}[algorithm]
+    return _scan_launches(kind, device_text, batch, k, owned_lo, owned_hi, **knobs)
+
+
+def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int = DEFAULT_ALPHA,
+                   bits: int | None = None, tiles_per_block: int | None = None) -> list[Launch]:
+    """exact-shiftor-scan (kind "exact") or edit-wm-scan (kind "wm"): one launch per kernel
+    variant (word size; wildcard or phase 3), rows in grid.y. ``tiles_per_block`` fixes
+    each block's segment (tests); by default a whole number of waves of resident
+    blocks shares the tiles."""
+    import cupy
+
+    from .cuda import load_module
+
+    name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
+    _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS, name)
+    lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
+    n = int(device_text.size)
+    lo, hi = _clip(n, owned_lo, owned_hi)
+    if hi <= lo or rows.size == 0:
+        return []
+    module = load_module("shiftor.cu")
+    base = lo - lo % 16  # tiles start 16-byte aligned
+    tiles = -(-(hi - base) // (THREADS * alpha))
+    groups: dict[str, list[int]] = {}
+    for row in rows.tolist():
+        m = int(lengths[row])
+        w = bits or word_bits(m, alpha)
+        if kind == "exact":
+            variant = f"exact_w{w}_a{alpha}_{'wildcard' if uses_wildcard(m, alpha, w) else 'phase3'}"
+        else:
+            variant = f"wm_scan_w{w}_a{alpha}"
+        groups.setdefault(variant, []).append(row)
+    launches = []
+    for variant, group in groups.items():
+        group_rows = np.array(group, dtype=np.int64)
+        kernel = module.get_function(variant)
+        tables_device = cupy.asarray(tables[group_rows])
+        lengths_device = cupy.asarray(lengths[group_rows])
+        if tiles_per_block is None:
+            blocks, block_tiles = _grid(kernel, tiles, group_rows.size, TABLE_BYTES)
+        else:
+            blocks, block_tiles = -(-tiles // tiles_per_block), tiles_per_block
+        extra = () if kind == "exact" else (np.int32(k),)
+
+        def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
+                tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, block_tiles=block_tiles):
+            for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
+                grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
+                kernel(grid, (THREADS,),
+                       (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), *extra,
+                        np.int64(base), np.int64(lo), np.int64(hi), np.int64(tiles), np.int64(block_tiles),
+                        count, np.uint64(capacity), out_row, out_end, out_dist),
+                       shared_mem=TABLE_BYTES)
+
+        launches.append(Launch(group_rows, run))
+    return launches
+
+
+def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: int = 1,
+                        segment: int | None = None) -> list[Launch]:
+    """edit-wm-segmented: one launch per word size; ``segment`` characters per thread."""
+    import cupy
+
+    from .cuda import load_module
+
+    _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
+    lengths, tables, rows, _ = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
+    if segment is None:
+        segment = GBPR_SEGMENT if alpha == 1 else 16 * alpha
+    if segment % alpha:
+        raise ValueError(f"edit-wm-segmented: the segment ({segment}) must be a multiple of alpha ({alpha})")
+    n = int(device_text.size)
+    lo, hi = _clip(n, owned_lo, owned_hi)
+    if hi <= lo or rows.size == 0:
+        return []
+    module = load_module("shiftor.cu")
+    blocks = -(-(-(-(hi - lo) // segment)) // THREADS)
+    launches = []
+    for w in (32, 64):
+        group_rows = np.array([r for r in rows.tolist() if word_bits(int(lengths[r]), alpha) == w], dtype=np.int64)
+        if group_rows.size == 0:
+            continue
+        kernel = module.get_function(f"wm_segmented_w{w}_a{alpha}")
+        tables_device = cupy.asarray(tables[group_rows])
+        lengths_device = cupy.asarray(lengths[group_rows])
+
+        def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
+                tables_device=tables_device, lengths_device=lengths_device):
+            for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
+                grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
+                kernel(grid, (THREADS,),
+                       (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
+                        np.int64(lo), np.int64(hi), np.int64(segment), count, np.uint64(capacity),
+                        out_row, out_end, out_dist))
+
+        launches.append(Launch(group_rows, run))
+    return launches
+
+
+def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, text_size: int) -> EndHits:
+    lengths = np.asarray(batch.lengths)
+    lo, hi = _clip(text_size, owned_lo, owned_hi)
+    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    for launch in launches:
+        row, end, dist = _run_compacted(launch, _capacity(span, launch.rows.size))
+        parts.append(EndHits(launch.rows[row].astype(np.int32), end, dist))
+    return concat_hits(parts)
+
+
+def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA,
+                    bits: int | None = None, tiles_per_block: int | None = None) -> EndHits:
+    """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}``)."""
+    device_text = _device_text(text)
+    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_block)
+    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+
+
+def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA,
+                 bits: int | None = None, tiles_per_block: int | None = None) -> EndHits:
+    """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}``)."""
+    device_text = _device_text(text)
+    launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_block)
+    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+
+
+def segmented_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment: int | None = None) -> EndHits:
+    """edit-wm-segmented on the GPU: GBPR (alpha = 1, 8 characters per thread) or
+    the tiled GBPR (alpha > 1, 16 * alpha characters per thread by default)."""
+    device_text = _device_text(text)
+    launches = _segmented_launches(device_text, batch, k, owned_lo, owned_hi, alpha, segment)
+    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))

@@ -1,0 +1,525 @@
+"""Shift-Or and Wu-Manber as inclusive scans, on the CPU (NumPy and Numba).
+
+The paper: Mitani, Ino and Hagihara, "Parallelizing exact and approximate
+string matching via inclusive scan on a GPU", IEEE TPDS 2017
+(papers/mitani2017-shift-or-inclusive-scan.txt). Equation, definition and
+algorithm numbers below are the paper's.
+
+Bit-vectors are 64-bit words holding w = 32 or 64 bits (``wmask``). As in
+the paper, bit i of a state is 0 ("active") when the first i + 1 pattern
+characters match the text ending here, and the mask B[c] of a text byte c has
+bit i set when pattern position i does NOT match c (:func:`mask_tables`).
+
+What is here:
+
+* the operators: dagger (Definition 1), <<_2 (Definition 2), (+)
+  (Definition 3) and double-dagger (Definition 4);
+* the plain sequential algorithms: Shift-Or (Eq. (1)) and Wu-Manber
+  (Eq. (2)), with d(e) = the first level whose state at e has bit m - 1 clear;
+* the scan formulation literally: Algorithms 1 and 2 as whole-text inclusive
+  scans (NumPy, Hillis-Steele), for the tests of Theorems 2 and 7;
+* the CPU paths of the three algorithms (Numba, parallel over segments):
+  :func:`tribrid_exact_tasks` and :func:`tribrid_wm_tasks` emulate the GPU
+  kernels of ``shiftor.cu`` step by step (segments with a halo, tiles of
+  warps x 32 lanes x alpha characters, per-thread local scans, warp scans
+  with static shifts, block combination, phase 3 or the wildcard
+  extension), so the GPU's formulation itself is tested in CI;
+  :func:`segmented_wm_tasks` is GBPR: plain Wu-Manber per segment plus a
+  halo of m + k - 1 characters.
+
+Parallel kernels follow the buffered task protocol of ``hamming.run_buffered_tasks``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+ZERO = np.uint64(0)
+ONE = np.uint64(1)
+ALL_ONES = ~np.uint64(0)
+LANES = 32
+CODES = 256
+
+
+# ---------------------------------------------------------------------------
+# Words and mask tables
+# ---------------------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def shl(x, u):
+    """x << u for a non-negative int u; 0 once u reaches 64 (every bit shifted out)."""
+    if u >= 64:
+        return ZERO
+    return x << np.uint64(u)
+
+
+@njit(cache=True, inline="always")
+def low_bits(count):
+    """A word with its ``count`` lowest bits set (count in 0..64)."""
+    if count >= 64:
+        return ALL_ONES
+    return (ONE << np.uint64(count)) - ONE
+
+
+def mask_tables(masks: np.ndarray, lengths: np.ndarray, alphabet: str = "dna") -> np.ndarray:
+    """B[row, c] (rows x 256 uint64): bit i set when position i of the row does NOT match byte c.
+
+    DNA: text codes 0-3 match by the row's IUPAC masks, every other byte (code
+    4 = N and the rest) matches nothing. Bytes: plain equality. Bits >= m are 0.
+    """
+    masks = np.asarray(masks, dtype=np.uint8)
+    rows = masks.shape[0]
+    tables = np.zeros((rows, CODES), dtype=np.uint64)
+    codes = np.arange(CODES, dtype=np.int64)
+    for row in range(rows):
+        m = int(lengths[row])
+        if m > 64:
+            raise ValueError(f"Shift-Or words hold at most 64 pattern characters, not {m}")
+        row_masks = masks[row, :m].astype(np.int64)[:, None]
+        if alphabet == "bytes":
+            matches = row_masks == codes[None, :]
+        else:
+            matches = (codes[None, :] < 4) & (((row_masks >> np.minimum(codes, 7)[None, :]) & 1) == 1)
+        weights = np.uint64(1) << np.arange(m, dtype=np.uint64)
+        tables[row] = np.bitwise_or.reduce(np.where(~matches, weights[:, None], np.uint64(0)), axis=0) \
+            if m else np.uint64(0)
+    return tables
+
+
+# ---------------------------------------------------------------------------
+# The operators (Definitions 1-4); wmask = the low w bits
+# ---------------------------------------------------------------------------
+
+@njit(cache=True)
+def dagger(u1, x1, u2, x2, wmask):
+    """Definition 1, Eq. (4): <u1, x1> dagger <u2, x2> = <u1 + u2, (x1 << u2) | x2>."""
+    x1, x2, wmask = np.uint64(x1), np.uint64(x2), np.uint64(wmask)  # words, also when called from Python
+    return u1 + u2, (shl(x1, u2) | x2) & wmask
+
+
+@njit(cache=True)
+def shift2(x, y, u, wmask):
+    """Definition 2, Eq. (8): <x, y> <<_2 u = <x << u, y << u>."""
+    x, y, wmask = np.uint64(x), np.uint64(y), np.uint64(wmask)
+    return shl(x, u) & wmask, shl(y, u) & wmask
+
+
+@njit(cache=True)
+def uplus(x1, y1, x2, y2):
+    """Definition 3, Eq. (9): <x1, y1> (+) <x2, y2> = <x1 | x2, (y1 & ~x2) | y2>."""
+    x1, y1, x2, y2 = np.uint64(x1), np.uint64(y1), np.uint64(x2), np.uint64(y2)
+    return x1 | x2, (y1 & ~x2) | y2
+
+
+@njit(cache=True)
+def ddagger(u1, x1, y1, u2, x2, y2, wmask):
+    """Definition 4, Eq. (10): <u1, p1> ddagger <u2, p2> = <u1 + u2, (p1 <<_2 u2) (+) p2>."""
+    sx, sy = shift2(x1, y1, u2, wmask)
+    x, y = uplus(sx, sy, x2, y2)
+    return u1 + u2, x, y
+
+
+@njit(cache=True, inline="always")
+def apply_pair(state, u, x, y, wmask):
+    """An aggregate <u, <x, y>> applied to a state: ((state << u) & ~x) | y (Theorem 6)."""
+    return ((shl(state, u) & ~x) | y) & wmask
+
+
+# ---------------------------------------------------------------------------
+# Plain sequential algorithms
+# ---------------------------------------------------------------------------
+
+@njit(cache=True)
+def shiftor_states(text, table, wmask):
+    """R_1..R_n of Eq. (1) from R_0 = 1^w: out[j] = R_{j+1}, the state after text[j]."""
+    out = np.empty(text.shape[0], np.uint64)
+    state = wmask
+    for j in range(text.shape[0]):
+        state = ((state << ONE) | table[text[j]]) & wmask
+        out[j] = state
+    return out
+
+
+@njit(cache=True, inline="always")
+def wm_step(states, mask, k, wmask):
+    """One text character of Eq. (2) on states[0..k] (in place)."""
+    previous_old = states[0]
+    states[0] = ((states[0] << ONE) | mask) & wmask
+    for d in range(1, k + 1):
+        old = states[d]
+        states[d] = (((old << ONE) | mask) & previous_old & (previous_old << ONE)
+                     & (states[d - 1] << ONE)) & wmask
+        previous_old = old
+
+
+@njit(cache=True)
+def wm_initial_states(k, wmask):
+    """R_{d,0} = 1^{m-d} 0^d for d = 0..k (Eq. (2))."""
+    states = np.empty(k + 1, np.uint64)
+    for d in range(k + 1):
+        states[d] = shl(ALL_ONES, d) & wmask
+    return states
+
+
+@njit(cache=True)
+def wu_manber_states(text, table, k, wmask):
+    """R_{d,j} of Eq. (2) for every level and text position: out[d, j] = R_{d, j+1}."""
+    out = np.empty((k + 1, text.shape[0]), np.uint64)
+    states = wm_initial_states(k, wmask)
+    for j in range(text.shape[0]):
+        wm_step(states, table[text[j]], k, wmask)
+        out[:, j] = states
+    return out
+
+
+@njit(cache=True)
+def wu_manber_distances(text, table, m, k):
+    """d(e) for e = 1..n (out[e - 1]) by plain Wu-Manber; k + 1 where d(e) > k."""
+    states = wm_initial_states(k, ALL_ONES)
+    last_bit = ONE << np.uint64(m - 1)
+    out = np.empty(text.shape[0], np.int64)
+    for j in range(text.shape[0]):
+        wm_step(states, table[text[j]], k, ALL_ONES)
+        best = k + 1
+        for d in range(k + 1):
+            if (states[d] & last_bit) == ZERO:
+                best = d
+                break
+        out[j] = best
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The scan formulation, literally (NumPy; for the tests)
+# ---------------------------------------------------------------------------
+
+def _np_shl(x: np.ndarray, u) -> np.ndarray:
+    u = np.broadcast_to(np.asarray(u, dtype=np.int64), x.shape)
+    return np.where(u >= 64, np.uint64(0), x << np.minimum(u, 63).astype(np.uint64))
+
+
+def shiftor_scan(text, table, wmask=ALL_ONES) -> np.ndarray:
+    """Algorithm 1: <u_j, x_j> = A_0 dagger ... dagger A_j by a Hillis-Steele
+    inclusive scan over the whole text; returns x_1..x_n (Theorem 2: = R_j)."""
+    text = np.asarray(text)
+    n = text.shape[0]
+    u = np.ones(n + 1, dtype=np.int64)
+    x = np.empty(n + 1, dtype=np.uint64)
+    u[0], x[0] = 0, wmask                      # A_0 = <0, 1^m>
+    x[1:] = table[text] & wmask                # A_j = <1, M_j>
+    offset = 1
+    while offset <= n:
+        left_u, left_x = u[:-offset].copy(), x[:-offset].copy()
+        right_u, right_x = u[offset:], x[offset:]
+        x[offset:] = (_np_shl(left_x, right_u) | right_x) & wmask   # Eq. (4)
+        u[offset:] = left_u + right_u
+        offset *= 2
+    return x[1:]
+
+
+def shiftor_window_scan(text, table, m, wmask=ALL_ONES) -> np.ndarray:
+    """Section 4.3: R_j = sum of A_l over l = j - m + 1 .. j only (bit m - 1 of it)."""
+    text = np.asarray(text)
+    out = np.empty(text.shape[0], dtype=np.uint64)
+    for j in range(text.shape[0]):
+        x = np.uint64(0)
+        for c in text[max(0, j - m + 1): j + 1]:
+            x = (shl(x, 1) | table[c]) & wmask
+        if j + 1 < m:  # the window reaches back to A_0 = <0, 1^m>
+            x |= shl(wmask, j + 1) & wmask
+        out[j] = x
+    return out
+
+
+def wu_manber_scan(text, table, k, wmask=ALL_ONES) -> np.ndarray:
+    """Algorithm 2: level 0 by Algorithm 1, level d = 1..k by the inclusive scan of
+    A_{d,j} = <1, <~N_j, M_j & N_j>> under double-dagger; returns y[d, j] = y_{d, j+1}."""
+    text = np.asarray(text)
+    n = text.shape[0]
+    masks = table[text] & wmask
+    levels = np.empty((k + 1, n), dtype=np.uint64)
+    levels[0] = shiftor_scan(text, table, wmask)
+    for d in range(1, k + 1):
+        previous = np.empty(n + 1, dtype=np.uint64)      # y_{d-1, j} for j = 0..n
+        previous[0] = _np_shl(np.array([wmask]), d - 1)[0] & wmask  # 1^{m-d+1} 0^{d-1}
+        previous[1:] = levels[d - 1]
+        n_masks = previous[:-1] & (previous[:-1] << np.uint64(1)) & (previous[1:] << np.uint64(1)) & wmask
+        u = np.ones(n + 1, dtype=np.int64)
+        x = np.empty(n + 1, dtype=np.uint64)
+        y = np.empty(n + 1, dtype=np.uint64)
+        u[0], x[0], y[0] = 0, 0, _np_shl(np.array([wmask]), d)[0] & wmask  # A_{d,0}
+        x[1:] = ~n_masks & wmask
+        y[1:] = masks & n_masks
+        offset = 1
+        while offset <= n:
+            lu, lx, ly = u[:-offset].copy(), x[:-offset].copy(), y[:-offset].copy()
+            ru, rx, ry = u[offset:].copy(), x[offset:].copy(), y[offset:].copy()
+            sx, sy = _np_shl(lx, ru) & wmask, _np_shl(ly, ru) & wmask     # Eq. (8)
+            x[offset:] = sx | rx                                         # Eq. (9)
+            y[offset:] = (sy & ~rx) | ry
+            u[offset:] = lu + ru
+            offset *= 2
+        levels[d] = y[1:]
+    return levels
+
+
+# ---------------------------------------------------------------------------
+# The tribrid scheme on the CPU (the GPU kernels' formulation, shiftor.cu)
+# ---------------------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def _report(out_row, out_end, out_dist, base, cap, count, row, end, distance):
+    if count < cap:
+        out_row[base + count] = row
+        out_end[base + count] = end
+        out_dist[base + count] = distance
+    return count + 1
+
+
+@njit(cache=True)
+def _warp_scan_x(scanned, warp, alpha, word_bits, wmask):
+    """Hillis-Steele inclusive scan under dagger over one warp's lanes (in place).
+    Step s combines with the lane 2^s below; the right operand then covers
+    alpha * 2^s characters, a static shift. Steps stop once it reaches w."""
+    s = 1
+    while s < LANES and alpha * s < word_bits:
+        for lane in range(LANES - 1, s - 1, -1):  # downwards: partners still hold the old values
+            i = warp * LANES + lane
+            scanned[i] = (shl(scanned[i - s], alpha * s) | scanned[i]) & wmask
+        s *= 2
+
+
+@njit(cache=True)
+def _warp_scan_pairs(xs, ys, warp, alpha, word_bits, wmask):
+    """The same scan under double-dagger (Eq. (10)) on pairs <x, y>."""
+    s = 1
+    while s < LANES and alpha * s < word_bits:
+        for lane in range(LANES - 1, s - 1, -1):
+            i = warp * LANES + lane
+            u = alpha * s
+            ys[i] = ((shl(ys[i - s], u) & ~xs[i]) | ys[i]) & wmask
+            xs[i] = (shl(xs[i - s], u) | xs[i]) & wmask
+        s *= 2
+
+
+@njit(cache=True)
+def _exact_segment(text, table, m, word_bits, alpha, warps, segment_lo, segment_hi, report_lo, report_hi,
+                   row, out_row, out_end, out_dist, base, cap):
+    """exact-shiftor-scan over the tiles [segment_lo, segment_hi) of one row (one GPU block)."""
+    n = text.shape[0]
+    wmask = low_bits(word_bits)
+    wildcard = m + alpha - 1 <= word_bits
+    last_bit = ONE << np.uint64(m - 1)
+    lanes = LANES * warps
+    tile = lanes * alpha
+    # Grid level: the exact state before the segment from its m - 1 characters of halo.
+    carry = wmask
+    for p in range(max(0, segment_lo - (m - 1)), segment_lo):
+        carry = ((carry << ONE) | table[text[p]]) & wmask
+    local = np.empty((lanes, alpha), np.uint64)
+    scanned = np.empty(lanes, np.uint64)
+    before = np.empty(lanes, np.uint64)
+    warp_aggregate = np.empty(warps, np.uint64)
+    count = 0
+    for tile_lo in range(segment_lo, segment_hi, tile):
+        # Phase 1 (thread): sequential Shift-Or from the identity <0, 0>.
+        for lane in range(lanes):
+            x = ZERO
+            for i in range(alpha):
+                p = tile_lo + lane * alpha + i
+                x = ((x << ONE) | table[text[p] if p < n else 0]) & wmask
+                local[lane, i] = x
+            scanned[lane] = x
+        # Phase 2 (warp) and the warp aggregates.
+        for warp in range(warps):
+            _warp_scan_x(scanned, warp, alpha, word_bits, wmask)
+            warp_aggregate[warp] = scanned[warp * LANES + LANES - 1]
+        # Block level: each warp's prefix from the tile carry and the earlier warps.
+        for warp in range(warps):
+            prefix = carry
+            for j in range(warp):
+                prefix = (shl(prefix, LANES * alpha) | warp_aggregate[j]) & wmask
+            for lane in range(LANES):
+                i = warp * LANES + lane
+                # exact state before this lane: the prefix, or the previous lane's exact state
+                before[i] = prefix if lane == 0 else scanned[i - 1]
+                covered = (lane + 1) * alpha  # characters this lane's scan already holds
+                if covered < word_bits:
+                    scanned[i] = (scanned[i] | shl(prefix, covered)) & wmask
+        carry = scanned[lanes - 1]
+        # Ends: the wildcard extension (Fig. 5) or phase 3 (Fig. 4).
+        for lane in range(lanes):
+            first = tile_lo + lane * alpha
+            if wildcard:
+                ends = (~scanned[lane] >> np.uint64(m - 1)) & low_bits(alpha)
+                if ends != ZERO:
+                    for i in range(alpha):
+                        end = first + alpha - i
+                        if (ends >> np.uint64(i)) & ONE and report_lo <= end - 1 < report_hi:
+                            count = _report(out_row, out_end, out_dist, base, cap, count, row, end, 0)
+            else:
+                for i in range(alpha):
+                    state = (shl(before[lane], i + 1) | local[lane, i]) & wmask
+                    end = first + i + 1
+                    if (state & last_bit) == ZERO and report_lo <= end - 1 < report_hi:
+                        count = _report(out_row, out_end, out_dist, base, cap, count, row, end, 0)
+    return count
+
+
+@njit(cache=True)
+def _wm_segment(text, table, m, k, word_bits, alpha, warps, segment_lo, segment_hi, report_lo, report_hi,
+                row, out_row, out_end, out_dist, base, cap):
+    """edit-wm-scan over the tiles [segment_lo, segment_hi) of one row (one GPU block)."""
+    n = text.shape[0]
+    wmask = low_bits(word_bits)
+    last_bit = ONE << np.uint64(m - 1)
+    lanes = LANES * warps
+    tile = lanes * alpha
+    # Grid level: exact states of every level before the segment (m + k - 1 halo characters).
+    carry = wm_initial_states(k, wmask)
+    for p in range(max(0, segment_lo - (m + k - 1)), segment_lo):
+        wm_step(carry, table[text[p]], k, wmask)
+    next_carry = carry.copy()
+    masks = np.empty((lanes, alpha), np.uint64)
+    state = np.empty((lanes, alpha), np.uint64)     # exact states of the current level
+    n_masks = np.empty((lanes, alpha), np.uint64)
+    xs = np.empty(lanes, np.uint64)
+    ys = np.empty(lanes, np.uint64)
+    before = np.empty(lanes, np.uint64)             # exact state before each lane, this level
+    before_previous = np.empty(lanes, np.uint64)    # ... and the level below
+    distance = np.empty((lanes, alpha), np.int64)
+    aggregate_x = np.empty(warps, np.uint64)
+    aggregate_y = np.empty(warps, np.uint64)
+    count = 0
+    for tile_lo in range(segment_lo, segment_hi, tile):
+        for lane in range(lanes):
+            for i in range(alpha):
+                p = tile_lo + lane * alpha + i
+                masks[lane, i] = table[text[p] if p < n else 0] & wmask
+                distance[lane, i] = -1
+        for d in range(k + 1):
+            # Phase 1: local scans from the identity (level 0: dagger; level d: pairs).
+            for lane in range(lanes):
+                x = ZERO
+                y = ZERO
+                if d == 0:
+                    for i in range(alpha):
+                        x = ((x << ONE) | masks[lane, i]) & wmask
+                else:
+                    left = before_previous[lane]
+                    for i in range(alpha):
+                        # Algorithm 2, line 5: N_j = y_{d-1,j-1} & (y_{d-1,j-1} << 1) & (y_{d-1,j} << 1)
+                        n_masks[lane, i] = left & (left << ONE) & (state[lane, i] << ONE) & wmask
+                        left = state[lane, i]
+                        # line 7: A_{d,j} = <1, <~N_j, M_j & N_j>>
+                        x = ((x << ONE) | ~n_masks[lane, i]) & wmask
+                        y = (((y << ONE) | masks[lane, i]) & n_masks[lane, i]) & wmask
+                xs[lane] = x
+                ys[lane] = y
+            # Phase 2: warp scans; block level: the exact state before each lane.
+            for warp in range(warps):
+                if d == 0:
+                    _warp_scan_x(xs, warp, alpha, word_bits, wmask)
+                else:
+                    _warp_scan_pairs(xs, ys, warp, alpha, word_bits, wmask)
+                aggregate_x[warp] = xs[warp * LANES + LANES - 1]
+                aggregate_y[warp] = ys[warp * LANES + LANES - 1]
+            for warp in range(warps):
+                prefix = carry[d]
+                for j in range(warp):
+                    if d == 0:
+                        prefix = (shl(prefix, LANES * alpha) | aggregate_x[j]) & wmask
+                    else:
+                        prefix = apply_pair(prefix, LANES * alpha, aggregate_x[j], aggregate_y[j], wmask)
+                inclusive_before = prefix
+                for lane in range(LANES):
+                    i = warp * LANES + lane
+                    covered = (lane + 1) * alpha
+                    if d == 0:
+                        inclusive = (xs[i] | shl(prefix, covered)) & wmask
+                    else:
+                        inclusive = apply_pair(prefix, covered, xs[i], ys[i], wmask)
+                    before[i] = inclusive_before
+                    inclusive_before = inclusive
+                if warp == warps - 1:
+                    next_carry[d] = inclusive_before
+            # Phase 3: re-run level d from the exact state before each lane (Eq. (2)).
+            for lane in range(lanes):
+                z = before[lane]
+                for i in range(alpha):
+                    if d == 0:
+                        z = ((z << ONE) | masks[lane, i]) & wmask
+                    else:
+                        z = (((z << ONE) | masks[lane, i]) & n_masks[lane, i]) & wmask
+                    state[lane, i] = z
+                    if (z & last_bit) == ZERO and distance[lane, i] < 0:
+                        distance[lane, i] = d
+                before_previous[lane] = before[lane]
+        carry[:] = next_carry
+        for lane in range(lanes):
+            for i in range(alpha):
+                end = tile_lo + lane * alpha + i + 1
+                if distance[lane, i] >= 0 and report_lo <= end - 1 < report_hi:
+                    count = _report(out_row, out_end, out_dist, base, cap, count, row, end, distance[lane, i])
+    return count
+
+
+@njit(parallel=True, cache=True)
+def tribrid_exact_tasks(task_ids, out_offsets, caps, out_row, out_end, out_dist,
+                        text, tables, lengths, word_bits, task_rows, task_lo, task_hi,
+                        report_lo, report_hi, alpha, warps):
+    """exact-shiftor-scan: one task = one row over one segment of whole tiles."""
+    counts = np.zeros(task_ids.shape[0], np.int64)
+    for t in prange(task_ids.shape[0]):
+        task = task_ids[t]
+        row = task_rows[task]
+        counts[t] = _exact_segment(text, tables[row], np.int64(lengths[row]), np.int64(word_bits[row]), alpha,
+                                   warps, task_lo[task], task_hi[task], report_lo, report_hi, row,
+                                   out_row, out_end, out_dist, out_offsets[t], caps[t])
+    return counts
+
+
+@njit(parallel=True, cache=True)
+def tribrid_wm_tasks(task_ids, out_offsets, caps, out_row, out_end, out_dist,
+                     text, tables, lengths, word_bits, k, task_rows, task_lo, task_hi,
+                     report_lo, report_hi, alpha, warps):
+    """edit-wm-scan: one task = one row over one segment of whole tiles."""
+    counts = np.zeros(task_ids.shape[0], np.int64)
+    for t in prange(task_ids.shape[0]):
+        task = task_ids[t]
+        row = task_rows[task]
+        counts[t] = _wm_segment(text, tables[row], np.int64(lengths[row]), k, np.int64(word_bits[row]), alpha,
+                                warps, task_lo[task], task_hi[task], report_lo, report_hi, row,
+                                out_row, out_end, out_dist, out_offsets[t], caps[t])
+    return counts
+
+
+@njit(parallel=True, cache=True)
+def segmented_wm_tasks(task_ids, out_offsets, caps, out_row, out_end, out_dist,
+                       text, tables, lengths, k, task_rows, task_lo, task_hi, alpha):
+    """edit-wm-segmented (GBPR): one task = one row over one segment [lo, hi), by plain
+    Wu-Manber from m + k - 1 characters before it (rounded down to a multiple of alpha)."""
+    counts = np.zeros(task_ids.shape[0], np.int64)
+    for t in prange(task_ids.shape[0]):
+        task = task_ids[t]
+        row = task_rows[task]
+        m = np.int64(lengths[row])
+        table = tables[row]
+        lo = task_lo[task]
+        hi = task_hi[task]
+        start = max(0, lo - (m + k - 1))
+        start -= start % alpha
+        states = wm_initial_states(k, ALL_ONES)
+        last_bit = ONE << np.uint64(m - 1)
+        count = 0
+        for p in range(start, hi):
+            wm_step(states, table[text[p]], k, ALL_ONES)
+            if p >= lo and (states[k] & last_bit) == ZERO:
+                best = k
+                for d in range(k):
+                    if (states[d] & last_bit) == ZERO:
+                        best = d
+                        break
+                count = _report(out_row, out_end, out_dist, out_offsets[t], caps[t], count, row, p + 1, best)
+        counts[t] = count
+    return counts
