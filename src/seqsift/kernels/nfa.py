@@ -6,9 +6,12 @@
 Onsjö & Watanabe 2009 (../shared/papers/onsjo2009-bit-parallel-nfa.txt):
 the NFA of one pattern row is spread over the 32-bit words of one thread
 block, each block scans its own text segment (re-reading m + k characters
-before it), the compiled pattern and the NFA live in shared memory, and the
-text is 2-bit packed. The algorithm and its word layout are described in
-``nfa_cpu.py``; the CUDA kernel is ``nfa.cu``.
+before it), the compiled pattern masks sit in shared memory, and the text is
+2-bit packed (plus a bit plane for N). Each thread keeps 1, 2 or 4 of the
+NFA's words in registers (:func:`words_per_thread`) and exchanges its edge
+words through shared memory, one barrier per text character. The algorithm
+and its word layout are described in ``nfa_cpu.py``; the CUDA kernel is
+``nfa.cu``; bench_nfa.py measures it on the paper's experiment.
 
 Limits, and what happens outside them (every row gets exact hits):
 
@@ -19,10 +22,11 @@ Limits, and what happens outside them (every row gets exact hits):
   to Myers' bit-vector search (``edit_cuda.myers`` / ``edit.myers_cpu``).
 * m: any length on the CPU. On the GPU a row needs ceil(m / D) words, D =
   floor(32 / (k + 1)) diagonals per word, on at most ``MAX_THREADS`` threads
-  of ``WORDS_PER_THREAD`` <= 4 words: up to 4,096 words (m <= 8,192 at k <= 15,
-  4,096 at k = 16..31). Longer rows are routed to ``edit_cuda.myers`` inside
-  :func:`nfa_cuda`. Rows shorter than 64 (down to m = 1) and rows with m <= k
-  run in the NFA like any other.
+  of at most 4 words: up to ``MAX_WORDS`` = 4,096 words (m <= 8,192 at k =
+  10..15, more at smaller k, 4,096 at k = 16..31). Longer rows are routed to
+  ``edit_cuda.myers`` inside :func:`nfa_cuda` (so ``max_m`` is not declared).
+  Rows shorter than 64 (down to m = 1) and rows with m <= k run in the NFA
+  like any other.
 """
 from __future__ import annotations
 
@@ -84,18 +88,25 @@ def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
 # CUDA (nfa.cu)
 # ---------------------------------------------------------------------------
 
-MIN_THREADS = 64
-"""Threads per block the launcher keeps when it gives threads several words (two warps)."""
+WPT_COST = {1: 1.0, 2: 0.79, 4: 0.69}
+"""Relative time per state word with 1, 2 or 4 words per thread: bench_nfa.py on
+the H100, m = 1,024, k = 15 (93.4, 73.5 and 64.2 ms; fewer shared-memory
+exchanges and barriers per word with more words per thread)."""
 
 
 def words_per_thread(words: int) -> int:
-    """Words per thread for an NFA of ``words`` words: 4 or 2 while that leaves at
-    least MIN_THREADS threads (fewer shared-memory exchanges and barriers per
-    word), else 1; always few enough threads for one block."""
-    for wpt in (4, 2):
-        if words >= MIN_THREADS * wpt:
-            return wpt
-    return 1
+    """Words per thread for an NFA of ``words`` words: of 4, 2 and 1, the one with
+    the least estimated time, i.e. padded words (threads rounded up to whole
+    warps, x words per thread) x WPT_COST, within one block of MAX_THREADS."""
+    best = None
+    for wpt in (4, 2, 1):
+        threads = -(-(-(-words // wpt)) // 32) * 32
+        if threads > MAX_THREADS:
+            continue
+        cost = threads * wpt * WPT_COST[wpt]
+        if best is None or cost < best[0]:
+            best = (cost, wpt)
+    return best[1]
 
 
 def _shared_bytes(threads: int, wpt: int) -> int:
