@@ -49,12 +49,18 @@ _COMPLEMENT_MASK = np.array(
 )
 
 
+TEXT_CODE_TABLE = _TEXT_CODES.tobytes()
+"""The same mapping as a ``bytes.translate`` table: ``raw.translate(TEXT_CODE_TABLE, b"\\r\\n")``
+encodes and drops line breaks in one pass, several times faster than NumPy indexing."""
+
+
 def encode_text(sequence: bytes | str | np.ndarray) -> np.ndarray:
     """Reference bases -> text codes (uint8, one per base)."""
     if isinstance(sequence, str):
         sequence = sequence.encode("ascii", errors="replace")
-    raw = np.frombuffer(sequence, dtype=np.uint8) if isinstance(sequence, (bytes, bytearray, memoryview)) else sequence
-    return _TEXT_CODES[raw]
+    if isinstance(sequence, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(sequence).translate(TEXT_CODE_TABLE), dtype=np.uint8)
+    return _TEXT_CODES[sequence]
 
 
 def pattern_masks(sequence: str) -> np.ndarray:

@@ -108,13 +108,15 @@ class Reference:
         """Index of the record called ``name`` (ValueError if there is none)."""
         return self.names.index(name)
 
-    def read(self, record_index: int, start: int, end: int) -> bytes:
+    def read(self, record_index: int, start: int, end: int, table: bytes | None = None) -> bytes:
         """Raw bytes of bases ``[start, end)`` (0-based) of record ``record_index``.
 
         Case is kept as in the file (soft-masked bases stay lowercase: the
-        encoding in ``seqsift.alphabet`` treats them as uppercase). Coordinates
-        may be Python or NumPy integers of any size (int64-safe). Asking for
-        anything outside ``0 <= start <= end <= length`` raises IndexError.
+        encoding in ``seqsift.alphabet`` treats them as uppercase). With a
+        ``bytes.translate`` ``table`` (``alphabet.TEXT_CODE_TABLE``) the bases
+        come back mapped through it, in the same pass that drops line breaks.
+        Coordinates may be Python or NumPy integers of any size (int64-safe).
+        Asking for anything outside ``0 <= start <= end <= length`` raises IndexError.
         """
         i = int(record_index)
         if not 0 <= i < len(self.names):
@@ -137,7 +139,7 @@ class Reference:
             data = _read_bgzf(self.path, handle, first, stop)
         else:
             data = _read_plain(self.path, handle, first, stop)
-        data = data.translate(None, b"\r\n")
+        data = data.translate(table, b"\r\n")
         if len(data) != end - start:
             raise OSError(f"{self.display_name}: got {len(data)} bases instead of {end - start} reading "
                           f"[{start}, {end}) of record {self.names[i]!r}; has the file changed since "

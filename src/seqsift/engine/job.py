@@ -54,6 +54,11 @@ class SearchJob:
         return self.mode == "best"
 
     @property
+    def needs_raw_text(self) -> bool:
+        """Tasks need the reference bytes as in the file: the ``aligned`` column, or byte texts."""
+        return (self.reports_start and self.align) or self.alphabet == "bytes"
+
+    @property
     def joins_runs(self) -> bool:
         """Edit-distance ``best`` loci are runs of ends that may cross chunk cores."""
         return self.mode == "best" and self.metric == "edit"
