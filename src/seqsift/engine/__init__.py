@@ -119,7 +119,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     to_file = output is not None and str(output) != "-"
     if resume and not to_file:
         raise InputError("resume needs an output file (-o): the saved tasks live beside it")
-    writer = FrameCollector(job.columns()) if output is None else HitWriter(output, job.columns())
+    names = (job.reference.names, pattern_set.names)
+    writer = FrameCollector(job.columns(), *names) if output is None else HitWriter(output, job.columns(), *names)
     layout = dict(output=output if to_file else None, chunk_size=chunk_size,
                   pattern_batch_size=pattern_batch_size, progress=progress, resume=resume)
     try:

@@ -28,24 +28,24 @@ def _is_dataset(path) -> bool:
     return str(path).endswith(("/", os.sep)) or Path(path).is_dir()
 
 
-def output_format(path: str | os.PathLike | None) -> str:
+def output_format(path: str | os.PathLike | None, formats: dict[str, str] = FORMATS) -> str:
     """``tsv``, ``bed``, ``parquet`` or ``parquet-dataset`` for an output path (stdout: tsv)."""
     if path is None or str(path) == "-":
         return "tsv"
     if _is_dataset(path):
         return "parquet-dataset"
     suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
+    if suffix not in formats:
         raise InputError(f"{path}: unknown output format {suffix or '(no extension)'!r}; use one of "
-                         f"{', '.join(sorted(FORMATS))}, or a folder path ending in / for partitioned Parquet")
-    return FORMATS[suffix]
+                         f"{', '.join(sorted(formats))}, or a folder path ending in / for partitioned Parquet")
+    return formats[suffix]
 
 
-def check_output_path(path: str | os.PathLike | None) -> None:
+def check_output_path(path: str | os.PathLike | None, formats: dict[str, str] = FORMATS) -> None:
     """Fail before any work if the output could not be written."""
     if path is None or str(path) == "-":
         return
-    output_format(path)
+    output_format(path, formats)
     target = Path(path)
     directory = target.resolve().parent
     if not directory.is_dir():
@@ -57,7 +57,7 @@ def check_output_path(path: str | os.PathLike | None) -> None:
 
 
 def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -> pd.DataFrame:
-    """Index columns -> names (record, pattern, strand), in output column order."""
+    """Index columns -> names (record, pattern, strand), in output column order (the Python API's frame)."""
     out = rows[columns].copy()
     out["record"] = np.asarray(record_names, dtype=object)[rows["record"].to_numpy()]
     out["pattern"] = np.asarray(pattern_names, dtype=object)[rows["pattern"].to_numpy()]
@@ -65,17 +65,21 @@ def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -
     return out
 
 
-class HitWriter:
-    """Streams named rows to ``path`` (``None`` or ``-``: standard output).
+class TableWriter:
+    """Streams tables to ``path`` (``None`` or ``-``: standard output, TSV).
 
-    Files and folders are written under a temporary name beside the target
-    (``.NAME.XXXX.part``) and moved into place by :meth:`close`; :meth:`abort`
-    removes them, leaving the target untouched.
+    The format comes from the path (``formats``: suffix -> tsv, bed or
+    parquet; a folder path: a partitioned Parquet dataset). TSV starts with a
+    ``#`` header line; BED has none. Files and folders are written under a
+    temporary name beside the target (``.NAME.XXXX.part``) and moved into place
+    by :meth:`close`; :meth:`abort` removes them, leaving the target untouched.
     """
 
-    def __init__(self, path: str | os.PathLike | None, columns: list[str]):
-        self.format = output_format(path)
+    def __init__(self, path: str | os.PathLike | None, columns: list[str], formats: dict[str, str] = FORMATS,
+                 dtypes: dict | None = None):
+        self.format = output_format(path, formats)
         self.columns = columns
+        self.dtypes = OUTPUT_DTYPES if dtypes is None else dtypes  # of each column: an empty Parquet file has them
         self.count = 0
         self.path = None if path is None or str(path) == "-" else Path(str(path).rstrip("/" + os.sep))
         self._temp: Path | None = None
@@ -100,28 +104,36 @@ class HitWriter:
         if self.format == "tsv":
             self._stream.write(("#" + "\t".join(columns) + "\n").encode())
 
-    def write(self, rows: pd.DataFrame) -> None:
-        if len(rows) == 0:
+    def write_table(self, table) -> None:
+        """Append an Arrow table whose columns are ``columns`` (BED: its six columns)."""
+        if table.num_rows == 0:
             return
-        self.count += len(rows)
+        self.count += table.num_rows
         if self.format == "parquet":
-            self._write_parquet(_arrow_table(rows), self._temp)
+            self._write_parquet(table, self._temp)
         elif self.format == "parquet-dataset":
             if self._parquet is not None and self._part_rows >= DATASET_PART_ROWS:
                 self._parquet.close()
                 self._parquet, self._part_rows = None, 0
             if self._parquet is None:
                 self._parts += 1
-            self._write_parquet(_arrow_table(rows), self._temp / f"part-{self._parts - 1:05d}.parquet")
-            self._part_rows += len(rows)
+            self._write_parquet(table, self._temp / f"part-{self._parts - 1:05d}.parquet")
+            self._part_rows += table.num_rows
         else:
-            self._write_text(_arrow_table(self._bed(rows) if self.format == "bed" else rows))
+            self._write_text(table)
+
+    def write(self, frame: pd.DataFrame) -> None:
+        """Append a DataFrame with the ``columns``."""
+        self.write_table(arrow_table(frame[self.columns]))
 
     def _write_parquet(self, table, path: Path) -> None:
         import pyarrow.parquet as pq
 
         if self._parquet is None:
-            self._parquet = pq.ParquetWriter(path, table.schema)
+            # Dictionary pages only for the text columns (names repeat); for the
+            # integer columns pyarrow's attempt costs ~20% of the write for nothing.
+            text = [field.name for field in table.schema if str(field.type) == "string"]
+            self._parquet = pq.ParquetWriter(path, table.schema, use_dictionary=text)
         self._parquet.write_table(table)
 
     def _write_text(self, table) -> None:
@@ -137,19 +149,12 @@ class HitWriter:
             include_header=False, delimiter="\t", quoting_style="none"))
         self._stream.write(encoded.getvalue().to_pybytes())
 
-    @staticmethod
-    def _bed(rows: pd.DataFrame) -> pd.DataFrame:
-        """BED6: chrom start end name score strand (ends mode: the last character)."""
-        start = rows["start"] if "start" in rows else rows["end"] - 1
-        return pd.DataFrame({"chrom": rows["record"], "start": start, "end": rows["end"],
-                             "name": rows["pattern"], "score": rows["distance"], "strand": rows["strand"]})
-
     def close(self) -> None:
         """Finish the output and move it into place."""
         if self.format in ("parquet", "parquet-dataset") and self._parquet is None and self.count == 0:
-            # No hit: still a valid, empty table with the columns.
+            # No row: still a valid, empty table with the columns.
             empty = self._temp if self.format == "parquet" else self._temp / "part-00000.parquet"
-            self._write_parquet(_arrow_table(_empty_frame(self.columns)), empty)
+            self._write_parquet(arrow_table(empty_frame(self.columns, self.dtypes)), empty)
         if self._parquet is not None:
             self._parquet.close()
         if self._temp is None:
@@ -179,15 +184,53 @@ class HitWriter:
             self._temp = None
 
 
+class HitWriter(TableWriter):
+    """Search rows (index columns, from the merge) -> named columns, in Arrow.
+
+    Record, pattern and strand arrive as indices; their names are looked up
+    with Arrow's ``take`` (no Python object per row: for tens of millions of
+    hits this is most of the client's work).
+    """
+
+    def __init__(self, path: str | os.PathLike | None, columns: list[str], record_names, pattern_names):
+        super().__init__(path, columns)
+        import pyarrow as pa
+
+        self._names = {"record": pa.array(list(record_names), type=pa.string()),
+                       "pattern": pa.array(list(pattern_names), type=pa.string()),
+                       "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
+
+    def write(self, rows: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if len(rows) == 0:
+            return
+        arrays = {}
+        for name in self.columns:
+            values = rows[name].to_numpy()
+            if name in self._names:
+                arrays[name] = pc.take(self._names[name], pa.array(values))
+            elif values.dtype.kind in "OUT":
+                arrays[name] = pa.array(values.astype(object), type=pa.string())
+            else:
+                arrays[name] = pa.array(values)
+        if self.format == "bed":   # BED6: chrom start end name score strand (ends mode: the last character)
+            start = arrays["start"] if "start" in arrays else pc.subtract(arrays["end"], 1)
+            arrays = {"chrom": arrays["record"], "start": start, "end": arrays["end"], "name": arrays["pattern"],
+                      "score": arrays["distance"], "strand": arrays["strand"]}
+        self.write_table(pa.table(arrays))
+
+
 OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern": object,
                  "distance": np.int16, "strand": object, "aligned": object, "cigar": object}
 
 
-def _empty_frame(columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: np.empty(0, dtype=OUTPUT_DTYPES[c]) for c in columns})
+def empty_frame(columns: list[str], dtypes: dict = OUTPUT_DTYPES) -> pd.DataFrame:
+    return pd.DataFrame({c: np.empty(0, dtype=dtypes[c]) for c in columns})
 
 
-def _arrow_table(rows: pd.DataFrame):
+def arrow_table(rows: pd.DataFrame):
     """An Arrow table built column by column from NumPy arrays.
 
     (``pa.Table.from_pandas`` on pandas' Arrow-backed string columns, sliced
@@ -205,19 +248,20 @@ def _arrow_table(rows: pd.DataFrame):
 
 
 class FrameCollector:
-    """The Python API's writer: keeps the rows and returns one DataFrame."""
+    """The Python API's writer: keeps the rows and returns one DataFrame with names."""
 
-    def __init__(self, columns: list[str]):
+    def __init__(self, columns: list[str], record_names, pattern_names):
         self.columns = columns
+        self.record_names, self.pattern_names = record_names, pattern_names
         self.parts: list[pd.DataFrame] = []
         self.count = 0
 
     def write(self, rows: pd.DataFrame) -> None:
         if len(rows):
-            self.parts.append(rows)
+            self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
             self.count += len(rows)
 
     def frame(self) -> pd.DataFrame:
         if not self.parts:
-            return _empty_frame(self.columns)
+            return empty_frame(self.columns)
         return pd.concat(self.parts, ignore_index=True)

@@ -23,7 +23,6 @@ from distributed import Client, as_completed
 from ..partitioning import plan_chunks
 from .job import SearchJob
 from .merge import OrderedMerger
-from .output import named
 from .task import run_task
 
 SPILL_ROWS = 500_000
@@ -79,7 +78,6 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
     """
     groups = plan_chunks(job.reference.lengths, chunk_size, job.halo, min_length=job.m_min)
     pattern_ranges = job.patterns.batches(pattern_batch_size)
-    columns = job.columns()
     merger = OrderedMerger(job)
     early = _EarlyGroups(spill_rows)
     unfinished_batches = {group.index: len(pattern_ranges) for group in groups}
@@ -99,7 +97,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
         nonlocal next_group
         while next_group < len(groups) and unfinished_batches[next_group] == 0:
             for final in merger.add_group(groups[next_group], group_rows(next_group)):
-                writer.write(named(final, columns, job.reference.names, job.patterns.names))
+                writer.write(final)
             next_group += 1
 
     job_on_workers = client.scatter(job, broadcast=True, hash=False)
@@ -134,7 +132,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
             unfinished_batches[group.index] -= 1
             merge_finished_prefix()
         for final in merger.finish():
-            writer.write(named(final, columns, job.reference.names, job.patterns.names))
+            writer.write(final)
     finally:
         for future in futures:
             future.cancel()

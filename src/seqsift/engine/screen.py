@@ -34,7 +34,6 @@ import gzip
 import os
 import re
 import sys
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,11 +45,13 @@ from ..alphabet import encode_text
 from ..errors import InputError, quote, reading
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
+from .output import TableWriter, check_output_path
 
 __all__ = ["screen", "read_sequences", "SequenceSet", "plan_tasks", "pad_length"]
 
 ALIGNMENT_COLUMNS = ["query_start", "query_end", "target_start", "target_end", "cigar"]
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".parquet": "parquet", ".pq": "parquet"}
+"""Output suffixes (a folder path: a partitioned Parquet dataset, as for search)."""
 
 CELLS_PER_TASK = {"cpu": (1 << 24, 1 << 29), "cuda": (1 << 30, 1 << 38)}
 """Bounds of the DP cells in one task (pairs x m x n), aiming at 4 tasks per worker between them."""
@@ -415,110 +416,13 @@ def run_screen_task(sequences: _Sequences, task: PairTask, job: _Job) -> dict:
 # Output
 # --------------------------------------------------------------------------
 
-def _output_format(path) -> str:
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise InputError(f"{path}: unknown output format {suffix or '(no extension)'!r}; use .tsv, .txt or .parquet")
-    return FORMATS[suffix]
-
-
-def check_output(path) -> None:
-    """Fail before any work if the output could not be written."""
-    if path is None or str(path) == "-":
-        return
-    _output_format(path)
-    target = Path(path)
-    directory = target.resolve().parent
-    if target.is_dir():
-        raise InputError(f"{path}: is a directory; give a file name for the output")
-    if not directory.is_dir():
-        raise InputError(f"{path}: output directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise InputError(f"{path}: output directory {directory} is not writable")
-
-
-class _Writer:
-    """TSV (``#`` header) or Parquet, to a temporary file beside the target renamed at the end; ``-``: stdout."""
-
-    def __init__(self, path, columns: list[str]):
-        self.columns = columns
-        self.count = 0
-        self.path = None if path is None or str(path) == "-" else Path(path)
-        self.format = "tsv" if self.path is None else _output_format(self.path)
-        self._temp: Path | None = None
-        self._parquet = None
-        if self.path is None:
-            sys.stdout.flush()
-            self._stream = sys.stdout.buffer
-        else:
-            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.resolve().parent)
-            self._temp = Path(temp)
-            if self.format == "parquet":
-                os.close(fd)
-                self._stream = None
-            else:
-                self._stream = os.fdopen(fd, "wb")
-        if self.format == "tsv":
-            self._stream.write(("#" + "\t".join(columns) + "\n").encode())
-
-    def write(self, frame: pd.DataFrame) -> None:
-        import pyarrow as pa
-
-        if len(frame) == 0 and self.format == "tsv":
-            return
-        arrays = {}
-        for name in self.columns:
-            values = frame[name].to_numpy()
-            arrays[name] = pa.array(values.astype(object), type=pa.string()) if values.dtype.kind in "OUT" else values
-        table = pa.table(arrays)
-        self.count += len(frame)
-        if self.format == "parquet":
-            import pyarrow.parquet as pq
-
-            if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self._temp, table.schema)
-            self._parquet.write_table(table)
-            return
-        import pyarrow.csv as csv
-
-        encoded = pa.BufferOutputStream()
-        csv.write_csv(table, encoded, write_options=csv.WriteOptions(include_header=False, delimiter="\t",
-                                                                     quoting_style="none"))
-        self._stream.write(encoded.getvalue().to_pybytes())
-
-    def close(self) -> None:
-        if self.format == "parquet" and self._parquet is None:
-            self.write(_empty_frame(self.columns))
-        if self._parquet is not None:
-            self._parquet.close()
-        if self._temp is None:
-            self._stream.flush()
-            return
-        if self._stream is not None:
-            self._stream.close()
-        os.replace(self._temp, self.path)
-        self._temp = None
-
-    def abort(self) -> None:
-        if self._temp is None:
-            return
-        try:
-            if self._parquet is not None:
-                self._parquet.close()
-            elif self._stream is not None:
-                self._stream.close()
-        finally:
-            self._temp.unlink(missing_ok=True)
-            self._temp = None
-
-
 _DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "target": object,
            "score": np.int64, "query_start": np.int64, "query_end": np.int64, "target_start": np.int64,
            "target_end": np.int64, "cigar": object}
 
 
-def _empty_frame(columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: np.empty(0, dtype=_DTYPES[c]) for c in columns})
+def _writer(output, columns: list[str]) -> TableWriter:
+    return TableWriter(output, columns, FORMATS, _DTYPES)
 
 
 # --------------------------------------------------------------------------
@@ -575,7 +479,7 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
         raise InputError(f"word bits must be 32 or 64, not {word_bits!r}")
     if batch_pairs is not None and batch_pairs < 1:
         raise InputError(f"pairs per task must be at least 1, not {batch_pairs}")
-    check_output(output)
+    check_output_path(output, FORMATS)
     query_set = read_sequences(queries, "queries")
     target_set = read_sequences(targets, "targets")
     if not all_vs_all and len(query_set) != len(target_set):
@@ -708,7 +612,7 @@ def _deliver(collected: dict, query_set, target_set, all_vs_all: bool, job: _Job
         if output is None:
             return frame
         columns = ["query", "target", "score"] + (ALIGNMENT_COLUMNS if job.align else [])
-        writer = _Writer(output, columns)
+        writer = _writer(output, columns)
         try:
             writer.write(frame)
         except BaseException:
@@ -719,7 +623,7 @@ def _deliver(collected: dict, query_set, target_set, all_vs_all: bool, job: _Job
     scores = collected["scores"]
     if output is None:
         return scores
-    writer = _Writer(output, ["query", "target", "score"])
+    writer = _writer(output, ["query", "target", "score"])
     query_names = np.asarray(query_set.names, dtype=object)
     target_names = np.asarray(target_set.names, dtype=object)
     try:
