@@ -4,7 +4,7 @@ This package starts and connects clusters and knows nothing of kernels or
 search jobs (DESIGN.md, "cluster").
 
 * GPUs visible and ``backend="cuda"``: a ``dask_cuda.LocalCUDACluster`` with
-  one worker per GPU (``gpus`` picks which).
+  one worker per GPU (``gpus`` picks which), two task threads each.
 * otherwise a ``distributed.LocalCluster`` of CPU worker processes, one thread
   each; the cores are shared among the workers' Numba thread pools.
 * ``scheduler`` (an address) or ``scheduler_file``: connect to a running
@@ -70,7 +70,9 @@ def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[in
         from dask_cuda import LocalCUDACluster
 
         visible = ",".join(str(g) for g in gpus) if gpus else None
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, host="127.0.0.1",
+        # Two threads per GPU worker: one task reads its chunk from the file while
+        # another's kernel runs, so the GPU does not wait for the host.
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, host="127.0.0.1", threads_per_worker=2,
                                 dashboard_address=dashboard_address, silence_logs=logging.ERROR)
     cores = cpu_cores()
     n_workers = workers or cores
