@@ -283,6 +283,38 @@ def test_find_ends_dispatch():
         assert hit_set(got) == hit_set(ORACLES[metric](text, batch, 2, 0, len(text)))
 
 
+def test_find_ends_splits_a_task_the_device_cannot_hold(monkeypatch):
+    """A kernel that runs out of device memory on long ranges is run on halves: the same hits."""
+    import seqsift.kernels as kernels
+    from seqsift.kernels import cuda
+
+    class FakeOutOfMemory(Exception):
+        pass
+
+    calls = []
+
+    def kernel_with_little_memory(text, batch, k, lo, hi):
+        calls.append(hi - lo)
+        if hi - lo > 50_000:
+            raise FakeOutOfMemory("out of memory allocating hit buffers")
+        return edit.myers_cpu(text, batch, k, lo, hi)
+
+    monkeypatch.setattr(kernels, "_resolve", lambda path: kernel_with_little_memory)
+    monkeypatch.setattr(cuda, "is_out_of_memory", lambda err: isinstance(err, FakeOutOfMemory))
+    monkeypatch.setattr(cuda, "release_cached_memory", lambda: None)
+    monkeypatch.setattr(kernels, "MIN_SPLIT", 1_000)
+    rng = np.random.default_rng(5)
+    text, pattern = planted(rng, 24, n=300_000)
+    batch = batch_of([pattern, pattern[::-1]])
+    got = find_ends("edit-myers", "cpu", text, batch, 3, 123, 299_000)
+    assert hit_set(got) == hit_set(edit.myers_cpu(text, batch, 3, 123, 299_000))
+    assert len(got) > 0 and max(calls) > 50_000 and any(c <= 50_000 for c in calls)
+    # Other errors, and ranges too short to split, are not hidden.
+    monkeypatch.setattr(kernels, "MIN_SPLIT", 200_000)
+    with pytest.raises(FakeOutOfMemory):
+        find_ends("edit-myers", "cpu", text, batch, 3, 0, 300_000)
+
+
 # ---------------------------------------------------------------------------
 # property-based: random everything
 # ---------------------------------------------------------------------------

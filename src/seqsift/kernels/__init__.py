@@ -221,13 +221,46 @@ def _resolve(path: str):
     return getattr(module, function_name)
 
 
+MIN_SPLIT = 1 << 16
+"""Owned ranges shorter than this are not split further when the device runs out of memory."""
+
+
 def find_ends(algorithm: str, backend: str, text: np.ndarray, batch, k: int,
               owned_lo: int, owned_hi: int) -> EndHits:
-    """Run ``algorithm`` on ``backend`` with the common call shape (module docstring)."""
+    """Run ``algorithm`` on ``backend`` with the common call shape (module docstring).
+
+    A GPU kernel that runs out of device memory (its hit buffers grow with
+    the hits: many patterns, large k) is run again on each half of the owned
+    range, recursively: whatever the pattern count and chunk size, a task
+    fits the memory the device has free. The halves' hits are exactly the
+    whole range's, since a hit belongs to the range holding its last character.
+    """
     backends = ALGORITHMS[algorithm].backends
     # An algorithm without a kernel for this backend runs its CPU path on the worker.
     kernel = _resolve(backends.get(backend) or backends["cpu"])
-    return kernel(text, batch, k, owned_lo, owned_hi)
+    return _within_device_memory(kernel, text, batch, k, int(owned_lo), int(owned_hi))
+
+
+def _within_device_memory(kernel, text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
+    try:
+        return kernel(text, batch, k, owned_lo, owned_hi)
+    except Exception as err:  # noqa: BLE001 (only the device's out-of-memory errors are handled)
+        if not out_of_device_memory(err) or owned_hi - owned_lo < 2 * MIN_SPLIT:
+            raise
+    from .cuda import release_cached_memory
+
+    release_cached_memory()
+    middle = (owned_lo + owned_hi) // 2
+    halves = [_within_device_memory(kernel, text, batch, k, lo, hi)
+              for lo, hi in ((owned_lo, middle), (middle, owned_hi))]
+    return EndHits(*(np.concatenate([getattr(h, field) for h in halves]) for field in ("row", "end", "distance")))
+
+
+def out_of_device_memory(err: BaseException) -> bool:
+    """Whether ``err`` is CuPy's out-of-memory error (a pool or a cudaMalloc that failed)."""
+    from .cuda import is_out_of_memory
+
+    return is_out_of_memory(err)
 
 
 def locate(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,

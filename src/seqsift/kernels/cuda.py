@@ -6,7 +6,9 @@
   on disk);
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
 * :func:`compact_hits_buffers`: the counter and arrays of the device-side
-  hit compaction every kernel uses (an atomic counter hands out slots).
+  hit compaction every kernel uses (an atomic counter hands out slots);
+* :func:`is_out_of_memory`, :func:`release_cached_memory`: for
+  ``kernels.find_ends``, which splits a task that does not fit the device.
 
 CuPy is imported inside these functions only, so machines without a GPU
 never import it.
@@ -70,3 +72,21 @@ def compact_hits_buffers(capacity: int):
 
     return (cupy.zeros(1, dtype=cupy.uint64), cupy.empty(capacity, dtype=cupy.int32),
             cupy.empty(capacity, dtype=cupy.int64), cupy.empty(capacity, dtype=cupy.int16))
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """CuPy's OutOfMemoryError, or a CUDA allocation error (False without CuPy)."""
+    try:
+        import cupy
+    except ImportError:
+        return False
+    if isinstance(err, cupy.cuda.memory.OutOfMemoryError):
+        return True
+    return isinstance(err, cupy.cuda.runtime.CUDARuntimeError) and "cudaErrorMemoryAllocation" in str(err)
+
+
+def release_cached_memory() -> None:
+    """Return the blocks CuPy's memory pool holds to the device."""
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
