@@ -1,11 +1,14 @@
-"""The whole engine on dask-cuda workers gives the CPU backend's rows (pytest -m gpu)."""
+"""The whole engine on dask-cuda workers gives the CPU backend's rows, and survives a killed
+worker, a failing task and an interruption as on CPU workers (pytest -m gpu)."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
 import seqsift
+import test_faults
 from test_engine import adversarial_genome, engine_frame, write_fasta
+from test_faults import genome  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.gpu
 
@@ -39,3 +42,30 @@ def test_auto_backend_uses_the_gpu_cluster(tmp_path):
     out = tmp_path / "hits.tsv"
     count = seqsift.search(reference, patterns, 1, output=out, verbose=True)  # starts a LocalCUDACluster
     assert count == len(pd.read_csv(out, sep="\t"))
+
+
+# The fault tests of test_faults.py, with dask-cuda workers (one per GPU) running the kernels.
+
+@pytest.fixture
+def fresh_cuda_client():
+    """A CUDA cluster of its own: these tests kill its workers and patch their kernels."""
+    from distributed import Client
+
+    from seqsift.cluster import local_cluster
+
+    cluster = local_cluster("cuda")
+    with Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def test_gpu_worker_killed_mid_job(genome, fresh_cuda_client, tmp_path, monkeypatch):
+    test_faults.test_worker_killed_mid_job(genome, fresh_cuda_client, tmp_path, monkeypatch)
+
+
+def test_gpu_task_failing_once(genome, fresh_cuda_client, tmp_path):
+    test_faults.test_task_failing_once(genome, fresh_cuda_client, tmp_path)
+
+
+def test_gpu_interrupted_job_resumes(genome, fresh_cuda_client, tmp_path):
+    test_faults.test_interrupted_job_resumes(genome, fresh_cuda_client, tmp_path)
