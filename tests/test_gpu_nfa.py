@@ -98,6 +98,16 @@ def test_many_rows_of_mixed_lengths_through_segments():
     check(encode_text(text), patterns, 6, lo=1_234, hi=190_000, use_oracle=False)
 
 
+def test_longest_rows_and_rows_past_the_block():
+    # 2,500 and 4,096 words (over 48 KB of shared memory: the launcher raises the
+    # block's limit) and 4,500 words, past one block, which goes to edit-myers.
+    rng = random.Random(29)
+    patterns = [random_dna(rng, m) for m in (5_000, 8_192, 9_000)]
+    text = "".join(random_dna(rng, 300) + mutate(rng, p, rng.randint(0, 12)) for p in patterns)
+    hits = check(encode_text(text + random_dna(rng, 300)), patterns, 10, use_oracle=False)
+    assert len(hits) > 0
+
+
 def read_genome(path):
     with gzip.open(path, "rt") as handle:
         return "".join(line.strip() for line in handle if not line.startswith(">"))
