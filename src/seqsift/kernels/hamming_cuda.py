@@ -48,6 +48,8 @@ def _run(kernel, grid, block, args, capacity: int, shared_mem: int = 0) -> EndHi
         kernel(grid, block, (*args, count, np.uint64(capacity), out_row, out_end, out_dist),
                shared_mem=shared_mem)
         found = int(count.get()[0])
+        if found == 0:  # no copies back (a one-pattern search of random text finds none)
+            return EndHits.empty()
         if found <= capacity:
             return EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get())
         capacity = found
@@ -142,7 +144,7 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
             per_warp = direct_tiles_per_warp(tiles, _multiprocessors(cupy.cuda.Device().id))
             warps = -(-tiles // per_warp)
             words = 2 if m_max <= 32 else 3
-            plans = cupy.asarray(direct_row_plans(masks, sub_lengths))
+            plans = _device_plans(cupy.cuda.Device().id, masks.tobytes(), masks.shape, sub_lengths.tobytes())
             hits = _run(module.get_function(f"hamming_direct_{bits}_{words}"),
                         (-(-warps * 32 // DIRECT_THREADS),), (DIRECT_THREADS,),
                         (text_device, np.int64(n), plans, np.int32(short.size), np.int32(k_budget), np.int64(lo),
@@ -168,6 +170,16 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
         hits = tiled(text_device, subset, k, owned_lo, owned_hi)
         parts.append(EndHits(long_rows[hits.row].astype(np.int32), hits.end, hits.distance))
     return _concat(parts)
+
+
+@lru_cache(maxsize=256)
+def _device_plans(device: int, masks: bytes, shape: tuple[int, int], lengths: bytes):
+    """direct_row_plans on the device, kept for the next call with the same rows (a worker searches chunk
+    after chunk with one pattern batch): the launcher then copies nothing to the device."""
+    import cupy
+
+    rows = np.frombuffer(masks, dtype=np.uint8).reshape(shape)
+    return cupy.asarray(direct_row_plans(rows, np.frombuffer(lengths, dtype=np.int32)))
 
 
 @lru_cache(maxsize=None)
