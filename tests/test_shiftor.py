@@ -27,6 +27,8 @@ from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternSet
 LENGTHS = [1, 2, 31, 32, 33, 63, 64]
 KS = [0, 1, 2, 3, 8]
 IUPAC_LETTERS = "ACGTRYSWKMBDHVN"
+IUPAC_BASES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT", "S": "CG", "W": "AT", "K": "GT",
+               "M": "AC", "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG", "N": "ACGT"}
 
 
 def hit_set(hits) -> set[tuple[int, int, int]]:
@@ -67,11 +69,12 @@ def dna_case(rng, m, n, copies=6, edits=2, iupac=True, never=0.01):
         for j in rng.integers(0, m, int(rng.integers(0, edits + 1))):
             letters[j] = IUPAC_LETTERS[int(rng.integers(0, 15 if iupac else 4))]
         sequences.append("".join(letters))
-    # more copies, some with a substitution, an insertion or a deletion
-    for _ in range(copies):
-        pattern = sequences[int(rng.integers(0, 2))]
-        codes = [{"A": 0, "C": 1, "G": 2, "T": 3}.get(c, int(rng.integers(0, 4))) for c in pattern]
-        if m > 2 and rng.random() < 0.5:
+    # more copies: the first of each pattern exact (IUPAC codes resolved to a base they
+    # match), the others with an insertion or a deletion half of the time
+    for copy in range(copies):
+        pattern = sequences[copy % 2]
+        codes = ["ACGT".index(IUPAC_BASES[c][int(rng.integers(0, len(IUPAC_BASES[c])))]) for c in pattern]
+        if copy >= 2 and m > 2 and rng.random() < 0.5:
             j = int(rng.integers(0, m))
             codes = codes[:j] + codes[j + 1:] if rng.random() < 0.5 else codes[:j] + [int(rng.integers(0, 4))] + codes[j:]
         at = int(rng.integers(0, n - len(codes)))

@@ -32,8 +32,6 @@
 #include "hits.cuh"
 
 #define LANES 32
-#define WARPS 8
-#define THREADS (LANES * WARPS)
 #define CODES 256
 #define WM_K_MAX 63        // edit-wm-scan: levels 0..k kept in shared memory between tiles
 #define SEGMENTED_K_MAX 8  // edit-wm-segmented: levels 0..k in registers
@@ -112,8 +110,75 @@ __device__ __forceinline__ int char_at(const unsigned int (&w)[(ALPHA + 3) / 4],
 }
 
 // ---------------------------------------------------------------------------
+// The grid level and the text pipeline, shared by both scans
+// ---------------------------------------------------------------------------
+
+// Tiles whose text a thread keeps in flight in registers ahead of the one it
+// works on: the loads of tile t + DEPTH are issued before tile t is processed.
+// The exact scan does little work per tile, so it keeps more tiles in flight.
+template <int ALPHA> struct ExactPrefetch { static constexpr int value = ALPHA >= 32 ? 2 : 4; };
+#define WM_PREFETCH 2
+
+// The halo before a block's segment, loaded by all threads at once into shared
+// memory (the grid level's overlapping segments); returns its length.
+__device__ __forceinline__ int load_halo(const unsigned char *text, long long segment_lo, int halo_length,
+                                         unsigned char *halo) {
+    const long long halo_lo = max(0LL, segment_lo - (long long)halo_length);
+    const int length = (int)(segment_lo - halo_lo);
+    for (int i = threadIdx.x; i < length; i += blockDim.x) halo[i] = text[halo_lo + i];
+    return length;
+}
+
+// Runs `tile(chars, t)` for the tiles [first_tile, end_tile) of this thread's
+// block, each with this thread's alpha characters of tile t, loaded DEPTH
+// tiles earlier into a register ring (compile-time indices only). UNROLLED:
+// the loop is unrolled DEPTH times so that the ring needs no moves (more
+// registers); otherwise the ring rotates by register moves, the body once.
+template <int ALPHA, int DEPTH, bool UNROLLED, typename TileFunction>
+__device__ __forceinline__ void for_each_tile(const unsigned char *text, long long n, long long base, int tile_size,
+                                              long long first_tile, long long end_tile, TileFunction tile) {
+    constexpr int NWORDS = (ALPHA + 3) / 4;
+    const long long thread_offset = (long long)threadIdx.x * ALPHA;
+    unsigned int ring[DEPTH][NWORDS];
+#pragma unroll
+    for (int s = 0; s < DEPTH; ++s) {
+        if (first_tile + s < end_tile) load_chars<ALPHA>(text, n, base + (first_tile + s) * tile_size + thread_offset, ring[s]);
+    }
+    if constexpr (UNROLLED) {
+        for (long long t0 = first_tile; t0 < end_tile; t0 += DEPTH) {
+#pragma unroll
+            for (int s = 0; s < DEPTH; ++s) {
+                const long long t = t0 + s;
+                if (t >= end_tile) break;  // the same for the whole block
+                unsigned int chars[NWORDS];
+#pragma unroll
+                for (int q = 0; q < NWORDS; ++q) chars[q] = ring[s][q];
+                if (t + DEPTH < end_tile) load_chars<ALPHA>(text, n, base + (t + DEPTH) * tile_size + thread_offset, ring[s]);
+                tile(chars, t);
+            }
+        }
+    } else {
+        for (long long t = first_tile; t < end_tile; ++t) {
+            unsigned int chars[NWORDS];
+#pragma unroll
+            for (int q = 0; q < NWORDS; ++q) chars[q] = ring[0][q];
+#pragma unroll
+            for (int s = 0; s + 1 < DEPTH; ++s) {
+#pragma unroll
+                for (int q = 0; q < NWORDS; ++q) ring[s][q] = ring[s + 1][q];
+            }
+            if (t + DEPTH < end_tile) load_chars<ALPHA>(text, n, base + (t + DEPTH) * tile_size + thread_offset, ring[DEPTH - 1]);
+            tile(chars, t);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // exact-shiftor-scan: Algorithm 1 in the tribrid scheme (Algorithm 3 + Fig. 4)
 // ---------------------------------------------------------------------------
+
+#define EXACT_WARPS 8
+#define EXACT_HALO 64   // m - 1 <= 63 characters
 
 template <typename Word, int ALPHA, bool WILDCARD>
 __device__ __forceinline__ void exact_scan(const unsigned char *text, long long n, const word64 *tables,
@@ -124,9 +189,12 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
                                            short *out_dist) {
     constexpr int W = Bits<Word>::value;
     constexpr int R = Replicas<Word>::value;
-    constexpr int TILE = THREADS * ALPHA;
-    __shared__ Word warp_aggregate[2][WARPS];  // double-buffered by tile parity
-    __shared__ Word tile_carry[2];             // exact state before the tile
+    constexpr int NW = EXACT_WARPS;
+    constexpr int TILE = LANES * NW * ALPHA;
+    constexpr int NWORDS = (ALPHA + 3) / 4;
+    __shared__ Word warp_aggregate[2][NW];  // double-buffered by tile parity
+    __shared__ Word tile_carry[2];          // exact state before the tile
+    __shared__ unsigned char halo[EXACT_HALO];
 
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
@@ -136,27 +204,22 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
     if (first_tile >= end_tile) return;  // the whole block leaves together
     const int lane = threadIdx.x & (LANES - 1), warp = threadIdx.x / LANES;
     const Word *lane_table = table + (lane & (R - 1));
-    __syncthreads();  // table filled
+    const int halo_length = load_halo(text, base + first_tile * TILE, m - 1, halo);
+    __syncthreads();  // table and halo in shared memory
 
     // Grid level: the exact state before the segment, from its m - 1 characters
     // of halo (R_0 = 1^m at the start of the text, Eq. (1)).
     if (threadIdx.x == 0) {
-        const long long segment_lo = base + first_tile * TILE;
         Word x = ~(Word)0;
-        for (long long p = max(0LL, segment_lo - (m - 1)); p < segment_lo; ++p) {
-            x = (x << 1) | table[text[p] * R];
-        }
+        for (int i = 0; i < halo_length; ++i) x = (x << 1) | table[halo[i] * R];
         tile_carry[0] = x;
     }
     __syncthreads();
 
-    unsigned int chars[(ALPHA + 3) / 4], next_chars[(ALPHA + 3) / 4];
-    const long long thread_offset = (long long)threadIdx.x * ALPHA;
-    load_chars<ALPHA>(text, n, base + first_tile * TILE + thread_offset, chars);
-    for (long long t = first_tile; t < end_tile; ++t) {
+    for_each_tile<ALPHA, ExactPrefetch<ALPHA>::value, true>(
+        text, n, base, TILE, first_tile, end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
         const int parity = (int)((t - first_tile) & 1);
-        const long long first = base + t * TILE + thread_offset;  // this thread's first character
-        if (t + 1 < end_tile) load_chars<ALPHA>(text, n, first + TILE, next_chars);  // in flight meanwhile
+        const long long first = base + t * TILE + (long long)threadIdx.x * ALPHA;  // this thread's first character
 
         // Phase 1 (thread): sequential Shift-Or over alpha characters from the
         // identity <0, 0^w>: the local inclusive scans under dagger (Definition 1).
@@ -185,7 +248,7 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
         for (int j = 0; j < warp; ++j) prefix = shl<Word>(prefix, LANES * ALPHA) | warp_aggregate[parity][j];
         const int covered = (lane + 1) * ALPHA;  // characters this lane's scan already holds
         if (covered < W) x |= prefix << covered;
-        if (threadIdx.x == THREADS - 1) tile_carry[parity ^ 1] = x;
+        if (threadIdx.x == LANES * NW - 1) tile_carry[parity ^ 1] = x;
 
         if constexpr (WILDCARD) {
             // Fig. 5: bit m - 1 + i of the exact state at the last character says
@@ -217,9 +280,7 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
                 }
             }
         }
-#pragma unroll
-        for (int q = 0; q < (ALPHA + 3) / 4; ++q) chars[q] = next_chars[q];
-    }
+    });
 }
 
 #define EXACT_ARGS                                                                                    \
@@ -229,11 +290,15 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
 #define EXACT_CALL text, n, tables, lengths, row_offset, base, owned_lo, owned_hi, tiles, tiles_per_block, \
                    count, capacity, out_row, out_end, out_dist
 
+// Register budgets: 64 per thread with the wildcard (4 blocks of 8 warps per SM, each
+// thread with 4 tiles of text in flight), 85 with phase 3 (its alpha local scans).
 #define EXACT_KERNEL(BITS, ALPHA)                                                                          \
-    extern "C" __global__ void __launch_bounds__(THREADS) exact_w##BITS##_a##ALPHA##_wildcard(EXACT_ARGS) { \
+    extern "C" __global__ void __launch_bounds__(LANES * EXACT_WARPS, 4)                                   \
+        exact_w##BITS##_a##ALPHA##_wildcard(EXACT_ARGS) {                                                  \
         exact_scan<word##BITS, ALPHA, true>(EXACT_CALL);                                                 \
     }                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(THREADS) exact_w##BITS##_a##ALPHA##_phase3(EXACT_ARGS) {   \
+    extern "C" __global__ void __launch_bounds__(LANES * EXACT_WARPS, 3)                                   \
+        exact_w##BITS##_a##ALPHA##_phase3(EXACT_ARGS) {                                                    \
         exact_scan<word##BITS, ALPHA, false>(EXACT_CALL);                                                \
     }
 
@@ -262,28 +327,16 @@ EXACT_KERNEL(64, 32)
 // character and re-runs the level's recurrence (Eq. (2)) over its alpha
 // characters, which gives the exact states every position needs for the next
 // level. d(e) is the first level whose state at e has bit m - 1 clear.
+// Blocks of 4 warps: each level synchronises the block once, and smaller
+// blocks wait on fewer warps.
+
+#define WM_WARPS 4
+#define WM_HALO 128  // m + k - 1 <= 126 characters
 
 // (x, y) of an aggregate applied to the state v: ((v << u) & ~x) | y (Definition 4).
 template <typename Word>
 __device__ __forceinline__ Word apply_pair(Word v, int u, Word x, Word y) {
     return (shl<Word>(v, u) & ~x) | y;
-}
-
-// Plain Wu-Manber (Eq. (2)) over text[from, to) on states[0..k] in shared memory (one thread).
-template <typename Word>
-__device__ void wm_sequential(const unsigned char *text, long long from, long long to, const Word *table, int k,
-                              Word *states) {
-    constexpr int R = Replicas<Word>::value;
-    for (long long p = from; p < to; ++p) {
-        const Word mask = table[text[p] * R];
-        Word previous_old = states[0];
-        states[0] = (states[0] << 1) | mask;
-        for (int d = 1; d <= k; ++d) {
-            const Word old = states[d];
-            states[d] = ((old << 1) | mask) & previous_old & (previous_old << 1) & (states[d - 1] << 1);
-            previous_old = old;
-        }
-    }
 }
 
 template <typename Word, int ALPHA>
@@ -295,9 +348,12 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
                                         short *out_dist) {
     constexpr int W = Bits<Word>::value;
     constexpr int R = Replicas<Word>::value;
-    constexpr int TILE = THREADS * ALPHA;
-    __shared__ Word aggregate_x[2][WARPS], aggregate_y[2][WARPS];  // double-buffered by scan round
-    __shared__ Word tile_carry[2][WM_K_MAX + 1];                   // exact states before the tile, per level
+    constexpr int NW = WM_WARPS;
+    constexpr int TILE = LANES * NW * ALPHA;
+    constexpr int NWORDS = (ALPHA + 3) / 4;
+    __shared__ Word aggregate_x[2][NW], aggregate_y[2][NW];  // double-buffered by scan round
+    __shared__ Word tile_carry[2][WM_K_MAX + 1];             // exact states before the tile, per level
+    __shared__ unsigned char halo[WM_HALO];
 
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
@@ -308,25 +364,32 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
     const int lane = threadIdx.x & (LANES - 1), warp = threadIdx.x / LANES;
     const Word *lane_table = table + (lane & (R - 1));
     const Word last_bit = (Word)1 << (m - 1);
+    const int halo_length = load_halo(text, base + first_tile * TILE, m + k - 1, halo);
     __syncthreads();
 
     // Grid level: exact states of every level before the segment, by plain WM
-    // over its m + k - 1 characters of halo from R_{d,0} = 1^{m-d} 0^d.
+    // (Eq. (2)) over its m + k - 1 characters of halo from R_{d,0} = 1^{m-d} 0^d.
     if (threadIdx.x == 0) {
-        const long long segment_lo = base + first_tile * TILE;
-        for (int d = 0; d <= k; ++d) tile_carry[0][d] = shl<Word>(~(Word)0, d);
-        wm_sequential<Word>(text, max(0LL, segment_lo - (m + k - 1)), segment_lo, table, k, tile_carry[0]);
+        Word *states = tile_carry[0];
+        for (int d = 0; d <= k; ++d) states[d] = shl<Word>(~(Word)0, d);
+        for (int i = 0; i < halo_length; ++i) {
+            const Word mask = table[halo[i] * R];
+            Word previous_old = states[0];
+            states[0] = (states[0] << 1) | mask;
+            for (int d = 1; d <= k; ++d) {
+                const Word old = states[d];
+                states[d] = ((old << 1) | mask) & previous_old & (previous_old << 1) & (states[d - 1] << 1);
+                previous_old = old;
+            }
+        }
     }
     __syncthreads();
 
-    unsigned int chars[(ALPHA + 3) / 4], next_chars[(ALPHA + 3) / 4];
-    const long long thread_offset = (long long)threadIdx.x * ALPHA;
-    load_chars<ALPHA>(text, n, base + first_tile * TILE + thread_offset, chars);
     int round = 0;  // scans done by this block: picks the aggregate buffer
-    for (long long t = first_tile; t < end_tile; ++t) {
+    for_each_tile<ALPHA, WM_PREFETCH, false>(
+        text, n, base, TILE, first_tile, end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
         const int parity = (int)((t - first_tile) & 1);
-        const long long first = base + t * TILE + thread_offset;
-        if (t + 1 < end_tile) load_chars<ALPHA>(text, n, first + TILE, next_chars);
+        const long long first = base + t * TILE + (long long)threadIdx.x * ALPHA;
         Word mask[ALPHA], state[ALPHA], n_mask[ALPHA];
 #pragma unroll
         for (int i = 0; i < ALPHA; ++i) mask[i] = lane_table[char_at<ALPHA>(chars, i) * R];
@@ -387,7 +450,7 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
             }
             const int covered = (lane + 1) * ALPHA;
             Word inclusive = d == 0 ? (x | shl<Word>(prefix, covered)) : apply_pair<Word>(prefix, covered, x, y);
-            if (threadIdx.x == THREADS - 1) tile_carry[parity ^ 1][d] = inclusive;
+            if (threadIdx.x == LANES * NW - 1) tile_carry[parity ^ 1][d] = inclusive;
             Word before = __shfl_up_sync(FULL_MASK, inclusive, 1);
             if (lane == 0) before = prefix;
 
@@ -414,9 +477,7 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
                 }
             }
         }
-#pragma unroll
-        for (int q = 0; q < (ALPHA + 3) / 4; ++q) chars[q] = next_chars[q];
-    }
+    });
 }
 
 #define WM_ARGS                                                                                       \
@@ -428,7 +489,7 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
                 count, capacity, out_row, out_end, out_dist
 
 #define WM_KERNEL(BITS, ALPHA)                                                                          \
-    extern "C" __global__ void __launch_bounds__(THREADS) wm_scan_w##BITS##_a##ALPHA(WM_ARGS) {         \
+    extern "C" __global__ void __launch_bounds__(LANES * WM_WARPS) wm_scan_w##BITS##_a##ALPHA(WM_ARGS) { \
         wm_scan<word##BITS, ALPHA>(WM_CALL);                                                          \
     }
 
@@ -512,7 +573,7 @@ __device__ __forceinline__ void wm_segmented(const unsigned char *text, long lon
                        out_row, out_end, out_dist
 
 #define SEGMENTED_KERNEL(BITS, ALPHA)                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS) wm_segmented_w##BITS##_a##ALPHA(SEGMENTED_ARGS) { \
+    extern "C" __global__ void __launch_bounds__(256) wm_segmented_w##BITS##_a##ALPHA(SEGMENTED_ARGS) {     \
         wm_segmented<word##BITS, ALPHA>(SEGMENTED_CALL);                                              \
     }
 

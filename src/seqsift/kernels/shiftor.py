@@ -35,6 +35,8 @@ see the difference.
 """
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
@@ -43,8 +45,9 @@ from . import shiftor_cpu as _cpu
 from .hamming import concat_hits, empty_pattern_hits, run_buffered_tasks
 
 MAX_M = 64
-WARPS = 8                 # warps per block, as in shiftor.cu
-THREADS = 32 * WARPS
+EXACT_WARPS = 8           # warps per block, as in shiftor.cu
+WM_WARPS = 4
+SEGMENTED_THREADS = 256   # GBPR: threads per block
 WM_K_MAX = 63             # as in shiftor.cu
 SEGMENTED_K_MAX = 8       # as in shiftor.cu
 EXACT_ALPHAS = (1, 2, 4, 8, 16, 32)
@@ -109,7 +112,7 @@ def _clip(text_size: int, owned_lo: int, owned_hi: int) -> tuple[int, int]:
 # CPU paths (Numba; the GPU kernels' formulation, shiftor_cpu.py)
 # ---------------------------------------------------------------------------
 
-def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = WARPS,
+def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = EXACT_WARPS,
                    bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
     """exact-shiftor-scan on the CPU: the tribrid scheme of shiftor.cu, emulated."""
     _check_alpha(alpha, EXACT_ALPHAS, "exact-shiftor-scan")
@@ -127,7 +130,7 @@ def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_A
     return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
 
 
-def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = WARPS,
+def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = WM_WARPS,
                 bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
     """edit-wm-scan on the CPU: Algorithm 2 in the tribrid scheme of shiftor.cu, emulated."""
     _check_alpha(alpha, WM_ALPHAS, "edit-wm-scan")
@@ -184,30 +187,36 @@ def _device_text(text):
     return device_text
 
 
-def _resident_blocks(kernel, dynamic_smem: int) -> int:
-    """Blocks of THREADS threads that fit on the whole GPU at once (registers, shared memory)."""
+@functools.lru_cache(maxsize=None)
+def _device_limits(device_id: int) -> tuple[int, int]:
+    """(multiprocessors, shared memory per multiprocessor) of a device (asked once: slow)."""
     import cupy
 
-    device = cupy.cuda.Device()
-    properties = cupy.cuda.runtime.getDeviceProperties(device.id)
-    sms = int(properties["multiProcessorCount"])
-    per_sm = 2048 // THREADS
+    properties = cupy.cuda.runtime.getDeviceProperties(device_id)
+    return int(properties["multiProcessorCount"]), int(properties.get("sharedMemPerMultiprocessor", 228 * 1024))
+
+
+def _resident_blocks(kernel, threads: int, dynamic_smem: int) -> int:
+    """Blocks of ``threads`` threads that fit on the whole GPU at once (registers, shared memory)."""
+    import cupy
+
+    sms, smem_per_sm = _device_limits(cupy.cuda.Device().id)
+    per_sm = 2048 // threads
     try:
         registers = max(1, int(kernel.num_regs))
-        per_sm = min(per_sm, 65536 // (((registers + 7) // 8) * 8 * THREADS))
-        smem = int(kernel.shared_size_bytes) + dynamic_smem + 1024
-        per_sm = min(per_sm, int(properties["sharedMemPerMultiprocessor"]) // smem)
-    except (AttributeError, KeyError, TypeError, ValueError):
+        per_sm = min(per_sm, 65536 // (((registers + 7) // 8) * 8 * threads))
+        per_sm = min(per_sm, smem_per_sm // (int(kernel.shared_size_bytes) + dynamic_smem + 1024))
+    except (AttributeError, TypeError, ValueError):
         per_sm = min(per_sm, 4)
     return sms * max(1, per_sm)
 
 
-def _grid(kernel, tiles: int, rows: int, dynamic_smem: int) -> tuple[int, int]:
+def _grid(kernel, threads: int, tiles: int, rows: int, dynamic_smem: int) -> tuple[int, int]:
     """(blocks per row, tiles per block): a whole number of waves of resident blocks,
-    each block taking at least 16 tiles when the text is long enough (Section 4.4:
+    each block taking about 64 tiles when the text is long enough (Section 4.4:
     a block's segment is much longer than its halo)."""
-    resident = _resident_blocks(kernel, dynamic_smem)
-    waves = max(1, (tiles * rows) // (resident * 16))
+    resident = _resident_blocks(kernel, threads, dynamic_smem)
+    waves = max(1, (tiles * rows) // (resident * 64))
     blocks_per_row = max(1, -(-(resident * waves) // rows))
     tiles_per_block = max(1, -(-tiles // blocks_per_row))
     return -(-tiles // tiles_per_block), tiles_per_block
@@ -227,7 +236,8 @@ def _run_compacted(launch, capacity: int):
 
 
 def _capacity(span: int, rows: int) -> int:
-    return int(min(max(span * rows // 16, 1 << 20), 1 << 26))
+    """Hit slots of the first run (a second run makes room for all when they overflow)."""
+    return int(min(max(span * rows // 256, 1 << 18), 1 << 24))
 
 
 class Launch:
@@ -270,8 +280,9 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
     if hi <= lo or rows.size == 0:
         return []
     module = load_module("shiftor.cu")
+    threads = 32 * (EXACT_WARPS if kind == "exact" else WM_WARPS)
     base = lo - lo % 16  # tiles start 16-byte aligned
-    tiles = -(-(hi - base) // (THREADS * alpha))
+    tiles = -(-(hi - base) // (threads * alpha))
     groups: dict[str, list[int]] = {}
     for row in rows.tolist():
         m = int(lengths[row])
@@ -288,7 +299,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
         tables_device = cupy.asarray(tables[group_rows])
         lengths_device = cupy.asarray(lengths[group_rows])
         if tiles_per_block is None:
-            blocks, block_tiles = _grid(kernel, tiles, group_rows.size, TABLE_BYTES)
+            blocks, block_tiles = _grid(kernel, threads, tiles, group_rows.size, TABLE_BYTES)
         else:
             blocks, block_tiles = -(-tiles // tiles_per_block), tiles_per_block
         extra = () if kind == "exact" else (np.int32(k),)
@@ -297,7 +308,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
                 tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, block_tiles=block_tiles):
             for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
                 grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
-                kernel(grid, (THREADS,),
+                kernel(grid, (threads,),
                        (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), *extra,
                         np.int64(base), np.int64(lo), np.int64(hi), np.int64(tiles), np.int64(block_tiles),
                         count, np.uint64(capacity), out_row, out_end, out_dist),
@@ -325,7 +336,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
     if hi <= lo or rows.size == 0:
         return []
     module = load_module("shiftor.cu")
-    blocks = -(-(-(-(hi - lo) // segment)) // THREADS)
+    blocks = -(-(-(-(hi - lo) // segment)) // SEGMENTED_THREADS)
     launches = []
     for w in (32, 64):
         group_rows = np.array([r for r in rows.tolist() if word_bits(int(lengths[r]), alpha) == w], dtype=np.int64)
@@ -339,7 +350,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
                 tables_device=tables_device, lengths_device=lengths_device):
             for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
                 grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
-                kernel(grid, (THREADS,),
+                kernel(grid, (SEGMENTED_THREADS,),
                        (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
                         np.int64(lo), np.int64(hi), np.int64(segment), count, np.uint64(capacity),
                         out_row, out_end, out_dist))
