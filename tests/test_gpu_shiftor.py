@@ -46,12 +46,14 @@ def test_exact_every_alpha_dna(m):
     expected = hit_set(oracle.hamming_ends(text, batch, 0, lo, hi))
     cpu = shiftor.exact_scan_cpu(text, batch, 0, lo, hi)
     assert hit_set(cpu) == expected and expected
-    for alpha in shiftor.EXACT_ALPHAS:
-        for bits in sorted({shiftor.word_bits(m), 64}):
-            for tiles_per_block in (None, 3):
-                got = shiftor.exact_scan_cuda(text, batch, 0, lo, hi, alpha=alpha, bits=bits,
-                                              tiles_per_block=tiles_per_block)
-                assert hit_set(got) == expected, (alpha, bits, tiles_per_block)
+    configurations = [(alpha, bits, None) for alpha in shiftor.EXACT_ALPHAS
+                      for bits in sorted({shiftor.word_bits(m), 64})]
+    configurations += [(16, None, 4), (32, None, 4), (None, None, None)]  # 4-warp blocks; the default alpha
+    for alpha, bits, warps in configurations:
+        for tiles_per_block in (None, 3):
+            got = shiftor.exact_scan_cuda(text, batch, 0, lo, hi, alpha=alpha, bits=bits, warps=warps,
+                                          tiles_per_block=tiles_per_block)
+            assert hit_set(got) == expected, (alpha, bits, warps, tiles_per_block)
 
 
 @pytest.mark.parametrize("m,k", CASES)
@@ -62,7 +64,7 @@ def test_wm_scan_every_alpha_dna(m, k):
     expected = hit_set(oracle.edit_ends(text, batch, k, lo, hi))
     cpu = find_ends("edit-wm-scan", "cpu", text, batch, k, lo, hi)
     assert hit_set(cpu) == expected and expected
-    for alpha in shiftor.WM_ALPHAS:
+    for alpha in (None,) + shiftor.WM_ALPHAS:
         for tiles_per_block in (None, 2):
             got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=alpha, tiles_per_block=tiles_per_block)
             assert hit_set(got) == expected, (alpha, tiles_per_block)

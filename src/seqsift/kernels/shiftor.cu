@@ -109,6 +109,52 @@ __device__ __forceinline__ int char_at(const unsigned int (&w)[(ALPHA + 3) / 4],
     return (int)((w[i >> 2] >> (8 * (i & 3))) & 0xFFu);
 }
 
+// Hit compaction with one atomicAdd per warp (hits.cuh's protocol: a global
+// counter hands out (row, end, distance) slots; the launcher reruns with room
+// for all when they overflow). All 32 lanes call it together; a lane with
+// `mine` hits gets slots [returned, returned + mine).
+__device__ __forceinline__ unsigned long long warp_reserve(unsigned long long *count, unsigned int mine) {
+    const int lane = threadIdx.x & (LANES - 1);
+    unsigned int prefix = mine;  // inclusive prefix sum over the lanes
+#pragma unroll
+    for (int d = 1; d < LANES; d <<= 1) {
+        const unsigned int left = __shfl_up_sync(FULL_MASK, prefix, d);
+        if (lane >= d) prefix += left;
+    }
+    const unsigned int total = __shfl_sync(FULL_MASK, prefix, LANES - 1);
+    unsigned long long first_slot = 0;
+    if (lane == LANES - 1) first_slot = atomicAdd(count, (unsigned long long)total);
+    return __shfl_sync(FULL_MASK, first_slot, LANES - 1) + (prefix - mine);
+}
+
+// Writes the hits at positions first + j for the set bits j of `positions` (end = position + 1).
+__device__ __forceinline__ void write_hits(unsigned long long slot, unsigned long long capacity, int *out_row,
+                                           long long *out_end, short *out_dist, int row, long long first,
+                                           unsigned int positions, int distance) {
+    while (positions) {
+        const int j = __ffs(positions) - 1;
+        positions &= positions - 1;
+        if (slot < capacity) {
+            out_row[slot] = row;
+            out_end[slot] = first + j + 1;
+            out_dist[slot] = (short)distance;
+        }
+        ++slot;
+    }
+}
+
+// Bit j set when position first + j lies in the owned range [owned_lo, owned_hi).
+template <int ALPHA>
+__device__ __forceinline__ unsigned int owned_positions(long long first, long long owned_lo, long long owned_hi) {
+    const unsigned int all = ALPHA >= 32 ? 0xffffffffu : ((1u << ALPHA) - 1);
+    if (first >= owned_lo && first + ALPHA <= owned_hi) return all;
+    unsigned int mask = 0;
+    for (int j = 0; j < ALPHA; ++j) {
+        if (first + j >= owned_lo && first + j < owned_hi) mask |= 1u << j;
+    }
+    return mask;
+}
+
 // ---------------------------------------------------------------------------
 // The grid level and the text pipeline, shared by both scans
 // ---------------------------------------------------------------------------
@@ -180,7 +226,7 @@ __device__ __forceinline__ void for_each_tile(const unsigned char *text, long lo
 #define EXACT_WARPS 8
 #define EXACT_HALO 64   // m - 1 <= 63 characters
 
-template <typename Word, int ALPHA, bool WILDCARD>
+template <typename Word, int ALPHA, bool WILDCARD, int NW = EXACT_WARPS, int DEPTH = ExactPrefetch<ALPHA>::value>
 __device__ __forceinline__ void exact_scan(const unsigned char *text, long long n, const word64 *tables,
                                            const int *lengths, int row_offset, long long base,
                                            long long owned_lo, long long owned_hi, long long tiles,
@@ -189,7 +235,6 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
                                            short *out_dist) {
     constexpr int W = Bits<Word>::value;
     constexpr int R = Replicas<Word>::value;
-    constexpr int NW = EXACT_WARPS;
     constexpr int TILE = LANES * NW * ALPHA;
     constexpr int NWORDS = (ALPHA + 3) / 4;
     __shared__ Word warp_aggregate[2][NW];  // double-buffered by tile parity
@@ -216,7 +261,7 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
     }
     __syncthreads();
 
-    for_each_tile<ALPHA, ExactPrefetch<ALPHA>::value, true>(
+    for_each_tile<ALPHA, DEPTH, true>(
         text, n, base, TILE, first_tile, end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
         const int parity = (int)((t - first_tile) & 1);
         const long long first = base + t * TILE + (long long)threadIdx.x * ALPHA;  // this thread's first character
@@ -250,16 +295,14 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
         if (covered < W) x |= prefix << covered;
         if (threadIdx.x == LANES * NW - 1) tile_carry[parity ^ 1] = x;
 
+        unsigned int positions = 0;  // bit j: the pattern ends at position first + j
         if constexpr (WILDCARD) {
             // Fig. 5: bit m - 1 + i of the exact state at the last character says
             // whether the pattern ends i characters earlier.
             const Word ends = (~x >> (m - 1)) & low_bits<Word>(ALPHA);
             if (ends) {
                 for (int i = 0; i < ALPHA; ++i) {
-                    const long long end = first + ALPHA - i;
-                    if (((ends >> i) & 1) && end - 1 >= owned_lo && end - 1 < owned_hi) {
-                        emit(count, capacity, out_row, out_end, out_dist, row, end, 0);
-                    }
+                    if ((ends >> i) & 1) positions |= 1u << (ALPHA - 1 - i);
                 }
             }
         } else {
@@ -272,13 +315,14 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
             if (!((all >> (m - 1)) & 1)) {
 #pragma unroll
                 for (int i = 0; i < ALPHA; ++i) {
-                    const Word state = shl<Word>(before, i + 1) | local[i];
-                    const long long end = first + i + 1;
-                    if (!((state >> (m - 1)) & 1) && end - 1 >= owned_lo && end - 1 < owned_hi) {
-                        emit(count, capacity, out_row, out_end, out_dist, row, end, 0);
-                    }
+                    if (!(((shl<Word>(before, i + 1) | local[i]) >> (m - 1)) & 1)) positions |= 1u << i;
                 }
             }
+        }
+        if (__any_sync(FULL_MASK, positions != 0)) {  // rare: one atomic for the warp's hits
+            if (positions) positions &= owned_positions<ALPHA>(first, owned_lo, owned_hi);
+            const unsigned long long slot = warp_reserve(count, __popc(positions));
+            write_hits(slot, capacity, out_row, out_end, out_dist, row, first, positions, 0);
         }
     });
 }
@@ -292,6 +336,16 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
 
 // Register budgets: 64 per thread with the wildcard (4 blocks of 8 warps per SM, each
 // thread with 4 tiles of text in flight), 85 with phase 3 (its alpha local scans).
+// A variant for alpha = 16 and 32, measured against the default by the benchmark:
+// blocks of 4 warps (_nw4: half as many warps wait at each tile's barrier).
+#define EXACT_VARIANTS(BITS, ALPHA)                                                                        \
+    extern "C" __global__ void __launch_bounds__(LANES * 4, 8) exact_w##BITS##_a##ALPHA##_wildcard_nw4(EXACT_ARGS) { \
+        exact_scan<word##BITS, ALPHA, true, 4>(EXACT_CALL);                                              \
+    }                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(LANES * 4, 6) exact_w##BITS##_a##ALPHA##_phase3_nw4(EXACT_ARGS) { \
+        exact_scan<word##BITS, ALPHA, false, 4>(EXACT_CALL);                                             \
+    }
+
 #define EXACT_KERNEL(BITS, ALPHA)                                                                          \
     extern "C" __global__ void __launch_bounds__(LANES * EXACT_WARPS, 4)                                   \
         exact_w##BITS##_a##ALPHA##_wildcard(EXACT_ARGS) {                                                  \
@@ -314,6 +368,10 @@ EXACT_KERNEL(64, 4)
 EXACT_KERNEL(64, 8)
 EXACT_KERNEL(64, 16)
 EXACT_KERNEL(64, 32)
+EXACT_VARIANTS(32, 16)
+EXACT_VARIANTS(32, 32)
+EXACT_VARIANTS(64, 16)
+EXACT_VARIANTS(64, 32)
 
 // ---------------------------------------------------------------------------
 // edit-wm-scan: Algorithm 2 in the tribrid scheme
@@ -464,17 +522,19 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
                 for (int i = 0; i < ALPHA; ++i) { z = ((z << 1) | mask[i]) & n_mask[i]; state[i] = z; all &= z; }
             }
             before_previous_level = before;
-            if (!(all & last_bit)) {  // some position reaches level d here: d(e) = d where first
+            unsigned int positions = 0;  // positions reaching level d first: d(e) = d there
+            if (!(all & last_bit)) {
 #pragma unroll
                 for (int i = 0; i < ALPHA; ++i) {
-                    const long long end = first + i + 1;
-                    if (!(state[i] & last_bit) && !((found >> i) & 1u)) {
-                        found |= 1u << i;
-                        if (end - 1 >= owned_lo && end - 1 < owned_hi) {
-                            emit(count, capacity, out_row, out_end, out_dist, row, end, d);
-                        }
-                    }
+                    if (!(state[i] & last_bit)) positions |= 1u << i;
                 }
+                positions &= ~found;
+                found |= positions;
+            }
+            if (__any_sync(FULL_MASK, positions != 0)) {  // rare: one atomic for the warp's hits
+                if (positions) positions &= owned_positions<ALPHA>(first, owned_lo, owned_hi);
+                const unsigned long long slot = warp_reserve(count, __popc(positions));
+                write_hits(slot, capacity, out_row, out_end, out_dist, row, first, positions, d);
             }
         }
     });

@@ -9,8 +9,8 @@ and takes the paper's tuning knobs as keywords (the benchmark sweeps them):
 ==================  =======================  =========================  ==========================
 algorithm           CPU (Numba, CI-tested)   CUDA (shiftor.cu)          knobs
 ==================  =======================  =========================  ==========================
-exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), word_bits
-edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16)
+exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), bits, warps
+edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16), bits
 edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1 = GBPR; 4..16 tiled), segment
 ==================  =======================  =========================  ==========================
 
@@ -19,7 +19,8 @@ edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1
   GPU block, a disjoint segmented scan over the block's warps and within each
   warp (shuffles), alpha characters per thread by sequential Shift-Or, and the
   wildcard extension that skips the last addition when m <= w - alpha + 1.
-  w = 32 for m <= 32, else 64; patterns up to 64 characters.
+  w = 32 for m <= 32, else 64; patterns up to 64 characters. On the GPU alpha
+  is 16, or 32 for 17 < m <= 32 (:func:`default_alpha`).
 * edit-wm-scan: Wu-Manber's k differences (Algorithm 2), each level an
   inclusive scan under double-dagger in the same tribrid scheme; any k < m.
 * edit-wm-segmented: the GBPR baseline: each GPU thread runs sequential
@@ -62,6 +63,13 @@ ROWS_PER_LAUNCH = 65_535  # grid.y limit
 def word_bits(m: int, alpha: int = DEFAULT_ALPHA) -> int:
     """The word size w for a pattern of length m: 32 bits when it fits, else 64."""
     return 32 if m <= 32 else 64
+
+
+def default_alpha(kind: str, m: int) -> int:
+    """Characters per thread on the GPU: the paper's 16, except for exact matching with
+    17 < m <= 32, where 32 (with the last addition) measured faster on the H100 than 16
+    (with the last addition) or w = 64 (with the wildcard extension): see benchmarks/README.md."""
+    return 32 if kind == "exact" and 17 < m <= 32 else DEFAULT_ALPHA
 
 
 def uses_wildcard(m: int, alpha: int, bits: int) -> bool:
@@ -262,39 +270,50 @@ def kernel_launches(algorithm: str, text, batch, k: int, owned_lo, owned_hi, **k
     return _scan_launches(kind, device_text, batch, k, owned_lo, owned_hi, **knobs)
 
 
-def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int = DEFAULT_ALPHA,
-                   bits: int | None = None, tiles_per_block: int | None = None) -> list[Launch]:
+def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int | None = None,
+                   bits: int | None = None, tiles_per_block: int | None = None,
+                   warps: int | None = None) -> list[Launch]:
     """exact-shiftor-scan (kind "exact") or edit-wm-scan (kind "wm"): one launch per kernel
-    variant (word size; wildcard or phase 3), rows in grid.y. ``tiles_per_block`` fixes
-    each block's segment (tests); by default a whole number of waves of resident
-    blocks shares the tiles."""
+    variant (word size, alpha; wildcard or phase 3), rows in grid.y. ``alpha`` None:
+    :func:`default_alpha` per row. ``warps``: 8 (default) or 4 warps per block for exact
+    matching (alpha 16 or 32). ``tiles_per_block`` fixes each block's segment (tests);
+    by default a whole number of waves of resident blocks shares the tiles."""
     import cupy
 
     from .cuda import load_module
 
     name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
-    _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS, name)
+    if alpha is not None:
+        _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS, name)
+    warps = warps or (EXACT_WARPS if kind == "exact" else WM_WARPS)
+    if warps != (EXACT_WARPS if kind == "exact" else WM_WARPS) and not (kind == "exact" and warps == 4):
+        raise ValueError(f"{name}: blocks of {warps} warps are not built")
     lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
     n = int(device_text.size)
     lo, hi = _clip(n, owned_lo, owned_hi)
     if hi <= lo or rows.size == 0:
         return []
     module = load_module("shiftor.cu")
-    threads = 32 * (EXACT_WARPS if kind == "exact" else WM_WARPS)
+    threads = 32 * warps
     base = lo - lo % 16  # tiles start 16-byte aligned
-    tiles = -(-(hi - base) // (threads * alpha))
-    groups: dict[str, list[int]] = {}
+    groups: dict[tuple[str, int], list[int]] = {}
     for row in rows.tolist():
         m = int(lengths[row])
-        w = bits or word_bits(m, alpha)
+        row_alpha = alpha or default_alpha(kind, m)
+        w = bits or word_bits(m, row_alpha)
         if kind == "exact":
-            variant = f"exact_w{w}_a{alpha}_{'wildcard' if uses_wildcard(m, alpha, w) else 'phase3'}"
+            variant = f"exact_w{w}_a{row_alpha}_{'wildcard' if uses_wildcard(m, row_alpha, w) else 'phase3'}"
+            if warps == 4:
+                if row_alpha not in (16, 32):
+                    raise ValueError(f"{name}: blocks of 4 warps are built for alpha 16 and 32 only")
+                variant += "_nw4"
         else:
-            variant = f"wm_scan_w{w}_a{alpha}"
-        groups.setdefault(variant, []).append(row)
+            variant = f"wm_scan_w{w}_a{row_alpha}"
+        groups.setdefault((variant, row_alpha), []).append(row)
     launches = []
-    for variant, group in groups.items():
+    for (variant, row_alpha), group in groups.items():
         group_rows = np.array(group, dtype=np.int64)
+        tiles = -(-(hi - base) // (threads * row_alpha))
         kernel = module.get_function(variant)
         tables_device = cupy.asarray(tables[group_rows])
         lengths_device = cupy.asarray(lengths[group_rows])
@@ -305,7 +324,8 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
         extra = () if kind == "exact" else (np.int32(k),)
 
         def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
-                tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, block_tiles=block_tiles):
+                tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, block_tiles=block_tiles,
+                tiles=tiles):
             for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
                 grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
                 kernel(grid, (threads,),
@@ -369,15 +389,17 @@ def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, 
     return concat_hits(parts)
 
 
-def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA,
-                    bits: int | None = None, tiles_per_block: int | None = None) -> EndHits:
+def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
+                    bits: int | None = None, tiles_per_block: int | None = None,
+                    warps: int | None = None) -> EndHits:
     """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}``)."""
     device_text = _device_text(text)
-    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_block)
+    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_block,
+                              warps)
     return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
 
 
-def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA,
+def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
                  bits: int | None = None, tiles_per_block: int | None = None) -> EndHits:
     """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}``)."""
     device_text = _device_text(text)
