@@ -86,6 +86,15 @@ def test_worker_killed_mid_job(genome, fresh_client, tmp_path, monkeypatch):
     assert out.read_text() == expected
 
 
+def test_only_worker_killed_mid_job(genome, tmp_path, monkeypatch):
+    """A one-worker cluster (one GPU, say) whose worker dies: the nanny restarts it and Dask
+    rebuilds what the job's tasks share, so the job still finishes with the same output."""
+    cluster = local_cluster("cpu", workers=1)
+    with Client(cluster) as client:
+        test_worker_killed_mid_job(genome, client, tmp_path, monkeypatch)
+    cluster.close()
+
+
 def test_task_failing_once(genome, fresh_client, tmp_path):
     expected = undisturbed(genome, fresh_client, tmp_path)
     reference, guides = genome

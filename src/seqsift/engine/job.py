@@ -1,6 +1,6 @@
 """What one search job is: everything a worker needs to run any of its tasks.
 
-A :class:`SearchJob` is sent to the workers once (``client.scatter``) and a
+A :class:`SearchJob` is sent to the workers once (``shared.on_workers``) and a
 task is then just ``(group, pattern_range)``: which chunks of the reference,
 against which slice of the pattern set.
 """

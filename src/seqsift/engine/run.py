@@ -1,8 +1,8 @@
 """Running a search job on a Dask cluster and streaming its rows to a writer.
 
 Tasks are chunk groups x pattern batches. They are submitted at once (the
-job itself is scattered to the workers once; Dask reruns a task whose worker
-died, and retries one that raised), results come back with ``as_completed``
+job itself goes to the workers once, as a task result: ``shared.on_workers``;
+Dask reruns a task whose worker died, and retries one that raised), results come back with ``as_completed``
 in whatever order they finish, and each chunk group's rows go to the
 :class:`OrderedMerger` in reference order as soon as every pattern batch of
 that group, and of every group before it, is in. Groups that finish early
@@ -23,6 +23,7 @@ from distributed import Client, as_completed
 from ..partitioning import plan_chunks
 from .job import SearchJob
 from .merge import OrderedMerger
+from .shared import on_workers
 from .task import run_task
 
 SPILL_ROWS = 500_000
@@ -100,7 +101,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
                 writer.write(final)
             next_group += 1
 
-    job_on_workers = client.scatter(job, broadcast=True, hash=False)
+    job_on_workers = on_workers(client, job, "seqsift-job")
     futures = {}
     for group in groups:
         for batch_index, pattern_range in enumerate(pattern_ranges):

@@ -7,8 +7,8 @@ taken by order, or every query against every target (``all_vs_all``).
 
 Flow::
 
-    FASTA/FASTQ or lists --read, encode in bulk--> one code buffer (scattered
-    to the workers once) --plan: pairs bucketed by padded length--> tasks
+    FASTA/FASTQ or lists --read, encode in bulk--> one code buffer (sent
+    to the workers once, shared.on_workers) --plan: pairs bucketed by padded length--> tasks
     (pair index arrays) --worker: gather padded code matrices, run the kernel
     (sw-bpbc / sw-wordwise, CUDA or Numba), keep the pairs >= threshold and
     align them on the host--> client: scores or surviving rows, in pair order
@@ -46,6 +46,7 @@ from ..errors import InputError, quote, reading
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
 from .output import TableWriter, check_output_path
+from .shared import on_workers
 
 __all__ = ["screen", "read_sequences", "SequenceSet", "plan_tasks", "pad_length"]
 
@@ -542,8 +543,8 @@ def _run(query_set, target_set, all_vs_all: bool, job: _Job, client, batch_pairs
     shared = _Sequences(codes=np.concatenate([query_set.codes, target_set.codes]),
                         starts=np.concatenate([query_set.offsets[:-1], target_set.offsets[:-1] + len(query_set.codes)]),
                         lengths=np.concatenate([ql, tl]), queries=len(query_set))
-    on_workers = client.scatter(shared, broadcast=True, hash=False)
-    futures = {client.submit(run_screen_task, on_workers, task, job, pure=False, retries=2,
+    sequences_on_workers = on_workers(client, shared, "seqsift-sequences")
+    futures = {client.submit(run_screen_task, sequences_on_workers, task, job, pure=False, retries=2,
                              key=f"seqsift-screen-{task.index}-{os.urandom(4).hex()}"): task for task in tasks}
     if job.threshold is None:
         shape = (len(query_set), len(target_set)) if all_vs_all else (len(query_set),)
