@@ -96,7 +96,7 @@ def main() -> None:
 
     from seqsift.cluster import local_cluster
     from seqsift.reference import open_reference
-    from seqsift.alphabet import TEXT_CODE_TABLE
+    from seqsift.alphabet import encode_text
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=Path(os.environ.get("SEQSIFT_TEST_DATA", "../shared/data")))
