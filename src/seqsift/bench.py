@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import subprocess
 import time
@@ -142,6 +143,9 @@ def device_name(backend: str) -> str:
 
 
 def _commit() -> str:
+    """$SEQSIFT_COMMIT if set (a copied checkout's git metadata may be stale), else git's HEAD."""
+    if os.environ.get("SEQSIFT_COMMIT"):
+        return os.environ["SEQSIFT_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
                               cwd=Path(__file__).parent).stdout.strip() or "unknown"
