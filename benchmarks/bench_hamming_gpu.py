@@ -38,6 +38,7 @@ import numpy as np
 
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
+from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this script
 from seqsift.patterns import PatternSet
 
 HBM_ROOF = 3.03e12
@@ -48,21 +49,6 @@ PACKED_INSTRUCTIONS_PER_ROW_POSITION = 5  # bit-sliced hot path per (row, window
 # (setup, early-exit end), per offset pair (one 16-bit load, 3 shifts, 7 LOP3,
 # exit and loop tests) and per group passed. sass_counts() re-derives them from a dump.
 DIRECT_SASS = {"tile": 85, "row": 33, "pair": 16, "group": 6}
-
-
-def gpu_seconds(algorithm, text, batch, k, repeats):
-    import cupy
-
-    find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
-    times = []
-    for _ in range(repeats):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
 
 
 def sass_counts(path: Path) -> dict:
@@ -163,7 +149,7 @@ def main() -> None:
         find_ends("hamming-scan", "cpu", host_text, batch, k, 0, len(host_text))
         cpu = time.perf_counter() - began
         for algorithm in ("hamming-thread", "hamming-block", "hamming-tiled", "hamming-packed"):
-            seconds = gpu_seconds(algorithm, text, batch, k, max(3, args.repeats // 2))
+            seconds = call_seconds(algorithm, text, batch, k, max(3, args.repeats // 2))
             records.append(dict(algorithm=algorithm, workload=f"1 x {m} nt, k={k}, E. coli 536 ({len(genome):,} bp)",
                                 quantity="speedup_vs_1_cpu_core", value=cpu / seconds, roof_fraction=None,
                                 paper_value="40-80x (OPT-block-thread, GTX 260)", time_s=seconds,
@@ -175,7 +161,7 @@ def main() -> None:
     text = cupy.random.randint(0, 4, n, dtype=cupy.uint8)
     guides = random_patterns(rng, 20, 1000)
     batch = guides.oriented(range(1000), (0, 1))
-    seconds = gpu_seconds("hamming-packed", text, batch, 4, args.repeats)
+    seconds = call_seconds("hamming-packed", text, batch, 4, args.repeats)
     rate = len(guides) * n / seconds
     row_rate = batch.rows * n / seconds
     records.append(dict(algorithm="hamming-packed", workload=f"1000 guides x 20 nt, k=4, both strands, {args.gbp:g} Gbp random",
@@ -193,7 +179,7 @@ def main() -> None:
         batch = single.oriented(range(1), strands)
         strand_text = "+ strand" if strands == (0,) else "both strands"
         for algorithm in ("hamming-packed", "hamming-tiled"):
-            seconds = gpu_seconds(algorithm, text, batch, 2, args.repeats)
+            seconds = call_seconds(algorithm, text, batch, 2, args.repeats)
             record = dict(algorithm=algorithm, workload=f"1 x 32 nt, k=2, {strand_text}, {args.gbp:g} Gbp random",
                           quantity="text_chars_per_s", value=n / seconds, roof_fraction=n / seconds / HBM_ROOF,
                           paper_value=None, time_s=seconds, goal="0.5 of the HBM roof")

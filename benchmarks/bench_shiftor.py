@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqsift.kernels import find_ends
+from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this script
 from seqsift.kernels import shiftor
 from seqsift.patterns import STRAND_PLUS, PatternSet
 
@@ -91,22 +91,6 @@ def kernel_seconds(algorithm: str, text, batch, k: int, repeats: int, **knobs) -
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         run()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
-
-
-def call_seconds(algorithm: str, text, batch, k: int, repeats: int) -> float:
-    """Median seconds of a whole find_ends call (launcher, hit collection, copy to the host)."""
-    import cupy
-
-    find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
-    times = []
-    for _ in range(repeats):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
         stop.record()
         stop.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)

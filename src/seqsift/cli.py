@@ -12,6 +12,7 @@ import time
 from importlib import resources
 
 from . import __version__, kernels
+from .argtypes import positive_int
 from .engine import search
 from .engine.job import MODES
 from .errors import InputError
@@ -21,16 +22,6 @@ from .screen_cli import add_screen_parser
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 _SEQUENCES_ARGUMENT = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*$")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
 
 
 def _gpu_list(text: str) -> list[int]:
@@ -47,13 +38,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                      help="cuda when a GPU is visible (auto, default), else cpu")
     run.add_argument("--algorithm", default="auto",
                      help=f"auto (default) or one of: {', '.join(kernels.ALGORITHMS)}")
-    run.add_argument("--workers", type=_positive_int, help="local CPU worker processes (default: one per core)")
+    run.add_argument("--workers", type=positive_int, help="local CPU worker processes (default: one per core)")
     run.add_argument("--gpus", type=_gpu_list, help="GPU indices for the local CUDA cluster, e.g. 0,2 (default: all)")
     run.add_argument("--scheduler", metavar="ADDRESS", help="join a running Dask scheduler, e.g. tcp://node1:8786")
     run.add_argument("--scheduler-file", metavar="PATH", help="join the Dask cluster described by this file")
     run.add_argument("--dashboard", action="store_true", help="serve the Dask dashboard on 127.0.0.1:8787")
-    run.add_argument("--chunk-size", type=_positive_int, help="reference bases per task (default: from the genome size)")
-    run.add_argument("--pattern-batch", type=_positive_int, help="patterns per task")
+    run.add_argument("--chunk-size", type=positive_int, help="reference bases per task (default: from the genome size)")
+    run.add_argument("--pattern-batch", type=positive_int, help="patterns per task")
     run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     run.add_argument("-v", "--verbose", action="store_true", help="say which algorithm runs, and why")
 

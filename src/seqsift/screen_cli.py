@@ -17,26 +17,10 @@ from __future__ import annotations
 
 import argparse
 
+from .argtypes import positive_int, whole_number
 from .errors import InputError
 
 _SEARCH_ONLY = (("chunk_size", "--chunk-size"), ("pattern_batch", "--pattern-batch"))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _whole_number(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
 def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
@@ -49,18 +33,18 @@ def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
                     "every pair's score, or with --threshold the pairs scoring at least T and their alignment.")
     s.add_argument("queries", metavar="QUERIES", help="FASTA or FASTQ file (plain or gzip)")
     s.add_argument("targets", metavar="TARGETS", help="FASTA or FASTQ file (plain or gzip)")
-    s.add_argument("-t", "--threshold", type=_whole_number, metavar="T",
+    s.add_argument("-t", "--threshold", type=whole_number, metavar="T",
                    help="report only pairs with score >= T, with their alignment (0: every pair)")
     s.add_argument("-o", "--output", help="output .tsv or .parquet (default: TSV on stdout)")
     s.add_argument("--all-vs-all", action="store_true",
                    help="every query against every target (default: records paired by order)")
-    s.add_argument("--match", type=_whole_number, default=2, help="score of equal bases, c1 (default 2)")
-    s.add_argument("--mismatch", type=_whole_number, default=1, help="penalty of unequal bases, c2 (default 1)")
-    s.add_argument("--gap", type=_whole_number, default=1, help="penalty per gap position, g (default 1)")
+    s.add_argument("--match", type=whole_number, default=2, help="score of equal bases, c1 (default 2)")
+    s.add_argument("--mismatch", type=whole_number, default=1, help="penalty of unequal bases, c2 (default 1)")
+    s.add_argument("--gap", type=whole_number, default=1, help="penalty per gap position, g (default 1)")
     s.add_argument("--no-align", action="store_true", help="leave out the alignment columns")
     s.add_argument("--word-bits", type=int, choices=[32, 64],
                    help="pairs per machine word of sw-bpbc (default: 32 on GPUs, 64 on CPUs)")
-    s.add_argument("--batch-pairs", type=_positive_int, metavar="N",
+    s.add_argument("--batch-pairs", type=positive_int, metavar="N",
                    help="pairs per task (default: from the pair lengths and the workers)")
     add_run_options(s)
     for action in s._actions:  # the shared options are worded for search
