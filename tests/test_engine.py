@@ -191,3 +191,28 @@ def test_coordinates_beyond_two_to_the_31(metric):
     assert hits["start"].tolist() == [reference.planted_at]
     assert hits["end"].tolist() == [reference.planted_at + len(reference.guide)]
     assert hits["start"].dtype == np.int64
+
+
+@pytest.mark.parametrize("reports_start", [True, False])
+@pytest.mark.parametrize("runs", [1, 2, 5, 200])
+def test_sort_rows_merges_sorted_runs_into_the_output_order(reports_start, runs):
+    """merge.sort_rows: a few sorted runs (workers' results) merged, many sorted, huge indices
+    sorted by the columns; always exactly pandas' stable sort by the output columns."""
+    from seqsift.engine.merge import ENDS_ORDER_COLUMNS, ORDER_COLUMNS, sort_rows
+
+    rng = np.random.default_rng(runs)
+    columns = ORDER_COLUMNS if reports_start else ENDS_ORDER_COLUMNS
+    for pattern_limit in (50, 1 << 31):   # the second does not fit the packed keys
+        parts = []
+        for _ in range(runs):
+            n = int(rng.integers(0, 400))
+            start = rng.integers(0, 3_000, n)
+            part = pd.DataFrame({"record": rng.integers(0, 3, n).astype(np.int32), "start": start,
+                                 "end": start + rng.integers(1, 30, n),
+                                 "pattern": rng.integers(0, pattern_limit, n, dtype=np.int64),
+                                 "strand": rng.integers(0, 2, n).astype(np.int8),
+                                 "distance": rng.integers(0, 4, n).astype(np.int16)})
+            parts.append(part.sort_values(columns, kind="stable"))
+        rows = pd.concat(parts, ignore_index=True)
+        expected = rows.sort_values(columns, kind="stable", ignore_index=True)
+        pd.testing.assert_frame_equal(sort_rows(rows, reports_start), expected)

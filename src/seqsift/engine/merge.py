@@ -135,6 +135,10 @@ class OrderedMerger:
 MAX_MERGED_RUNS = 64
 """Past this many sorted runs, a full sort is cheaper than merging them."""
 
+ORDER_COLUMNS = ["record", "start", "pattern", "strand", "end"]
+ENDS_ORDER_COLUMNS = ["record", "end", "pattern", "strand"]
+"""The output order (DESIGN.md), ``best`` and ``ends`` mode."""
+
 
 def sort_keys(rows: pd.DataFrame, reports_start: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """Two int64 keys whose lexicographic order is the output order, or None if they do not fit.
@@ -161,8 +165,7 @@ def sort_rows(rows: pd.DataFrame, reports_start: bool) -> pd.DataFrame:
     """``rows`` in output order (stable): merged when they are a few sorted runs, else sorted."""
     keys = sort_keys(rows, reports_start)
     if keys is None:   # beyond the packed keys' ranges: sort by the columns themselves
-        columns = ["record", "start", "pattern", "strand", "end"] if reports_start else ["record", "end", "pattern",
-                                                                                         "strand"]
+        columns = ORDER_COLUMNS if reports_start else ENDS_ORDER_COLUMNS
         return rows.sort_values(columns, kind="stable", ignore_index=True)
     primary, secondary = keys
     descents = np.flatnonzero((primary[1:] < primary[:-1])
