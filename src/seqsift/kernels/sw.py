@@ -174,17 +174,15 @@ def _cpu_bit_sliced(x_codes, y_codes, scoring: Scoring, word_bits: int, s: int, 
     sw_cpu.w2b(x_codes, pairs, m, word, masks, shifts, x_planes)
     sw_cpu.w2b(y_codes, pairs, n, word, masks, shifts, y_planes)
     sliced = np.empty((groups, s), dtype)
-    if paper_cell:
-        sw_cpu.bpbc_sliced_paper(x_planes, y_planes, sw_cpu.sliced_constant(scoring.match, s, dtype),
-                                 sw_cpu.sliced_constant(scoring.mismatch, s, dtype),
-                                 sw_cpu.sliced_constant(scoring.gap, s, dtype), sliced)
+    if paper_cell:   # the paper's cell takes c1, c2, g themselves
+        constants, sat = (scoring.match, scoring.mismatch, scoring.gap), False
     else:
         k1, k2, sat, kg = _constants(scoring, s)
-        flag_at = sw_cpu.sliced_constant(threshold, s, dtype) if threshold else np.empty(0, dtype)
-        sw_cpu.bpbc_sliced(x_planes, y_planes, sw_cpu.sliced_constant(k1, s, dtype),
-                           sw_cpu.sliced_constant(k2, s, dtype),
-                           np.array([np.iinfo(dtype).max if sat else 0], dtype),
-                           sw_cpu.sliced_constant(kg, s, dtype), flag_at, sliced)
+        constants = (k1, k2, kg)
+    k1_words, k2_words, kg_words = (sw_cpu.sliced_constant(value, s, dtype) for value in constants)
+    flag_at = sw_cpu.sliced_constant(threshold, s, dtype) if threshold else np.empty(0, dtype)
+    sw_cpu.bpbc_sliced(x_planes, y_planes, k1_words, k2_words, np.array([np.iinfo(dtype).max if sat else 0], dtype),
+                       kg_words, flag_at, paper_cell, sliced)
     return sliced, (word, masks, shifts)
 
 

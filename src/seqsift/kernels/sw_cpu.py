@@ -322,7 +322,7 @@ def b2w(sliced, pairs, word, masks, shifts, scores):
 # --------------------------------------------------------------------------
 
 @njit(parallel=True, cache=True)
-def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, out):
+def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, paper_cell, out):
     """Bit-sliced best scores of every group: out[g] = max over H, s words.
 
     x_planes: (groups, 3, m) rows; y_planes: (groups, 3, n) columns;
@@ -330,6 +330,8 @@ def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, out):
     threshold: empty, or T bit-sliced (s words): then out[g, 0] is the word
     with bit k set when pair k reaches T somewhere (the GPU's sw_reach
     kernels: s only has to hold T - 1 + c1 + g, see sw.cu).
+    paper_cell: run the paper's own SW function, :func:`sw_cell_paper`, with
+    k1, k2, kg = c1, c2, g (same scores, more operations; for tests and comparison).
     """
     groups, _, m = x_planes.shape
     n = y_planes.shape[2]
@@ -341,7 +343,9 @@ def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, out):
         up = np.zeros(s, dtype=out.dtype)        # H[i - 1][j]
         diag = np.zeros(s, dtype=out.dtype)      # H[i - 1][j - 1]
         cell = np.zeros(s, dtype=out.dtype)
-        t1 = np.zeros(s, dtype=out.dtype)
+        t1 = np.zeros(s, dtype=out.dtype)        # scratch of the cell functions
+        t2 = np.zeros(s, dtype=out.dtype)
+        t3 = np.zeros(s, dtype=out.dtype)
         best = np.zeros(s, dtype=out.dtype)
         reached = best[0]
         for j in range(n):
@@ -354,7 +358,10 @@ def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, out):
             for i in range(m):
                 e = mismatch_flag(x_planes[g, 0, i], x_planes[g, 1, i], x_planes[g, 2, i], y0, y1, yn)
                 left = col[i]
-                sw_cell(up, left, diag, e, k1, k2, satw, kg, cell, t1, s)
+                if paper_cell:
+                    sw_cell_paper(up, left, diag, e, k1, k2, kg, cell, t1, t2, t3, s)
+                else:
+                    sw_cell(up, left, diag, e, k1, k2, satw, kg, cell, t1, s)
                 if reach:
                     reached |= at_least(cell, threshold, s)
                 else:
@@ -368,41 +375,6 @@ def bpbc_sliced(x_planes, y_planes, k1, k2, sat, kg, threshold, out):
         else:
             for b in range(s):
                 out[g, b] = best[b]
-
-
-@njit(parallel=True, cache=True)
-def bpbc_sliced_paper(x_planes, y_planes, k1, k2, kg, out):
-    """As :func:`bpbc_sliced`, with the paper's own SW function (for tests and comparison)."""
-    groups, _, m = x_planes.shape
-    n = y_planes.shape[2]
-    s = k1.shape[0]
-    for g in prange(groups):
-        col = np.zeros((m, s), dtype=out.dtype)
-        up = np.zeros(s, dtype=out.dtype)
-        diag = np.zeros(s, dtype=out.dtype)
-        cell = np.zeros(s, dtype=out.dtype)
-        t1 = np.zeros(s, dtype=out.dtype)
-        t2 = np.zeros(s, dtype=out.dtype)
-        t3 = np.zeros(s, dtype=out.dtype)
-        best = np.zeros(s, dtype=out.dtype)
-        for j in range(n):
-            y0 = y_planes[g, 0, j]
-            y1 = y_planes[g, 1, j]
-            yn = y_planes[g, 2, j]
-            for b in range(s):
-                up[b] = 0
-                diag[b] = 0
-            for i in range(m):
-                e = mismatch_flag(x_planes[g, 0, i], x_planes[g, 1, i], x_planes[g, 2, i], y0, y1, yn)
-                left = col[i]
-                sw_cell_paper(up, left, diag, e, k1, k2, kg, cell, t1, t2, t3, s)
-                max_b(best, cell, best, s)
-                for b in range(s):
-                    diag[b] = left[b]
-                    left[b] = cell[b]
-                    up[b] = cell[b]
-        for b in range(s):
-            out[g, b] = best[b]
 
 
 # --------------------------------------------------------------------------
