@@ -46,14 +46,11 @@ def test_exact_every_alpha_dna(m):
     expected = hit_set(oracle.hamming_ends(text, batch, 0, lo, hi))
     cpu = shiftor.exact_scan_cpu(text, batch, 0, lo, hi)
     assert hit_set(cpu) == expected and expected
-    configurations = [(alpha, bits, None) for alpha in shiftor.EXACT_ALPHAS
-                      for bits in sorted({shiftor.word_bits(m), 64})]
-    configurations += [(16, None, 4), (32, None, 4), (None, None, None)]  # 4-warp blocks; the default alpha
-    for alpha, bits, warps in configurations:
-        for tiles_per_block in (None, 3):
-            got = shiftor.exact_scan_cuda(text, batch, 0, lo, hi, alpha=alpha, bits=bits, warps=warps,
-                                          tiles_per_block=tiles_per_block)
-            assert hit_set(got) == expected, (alpha, bits, warps, tiles_per_block)
+    configurations = [(alpha, bits) for alpha in shiftor.EXACT_ALPHAS for bits in sorted({shiftor.word_bits(m), 64})]
+    for alpha, bits in configurations + [(None, None)]:  # and the default alpha
+        for tiles_per_warp in (None, 1, 3):
+            got = shiftor.exact_scan_cuda(text, batch, 0, lo, hi, alpha=alpha, bits=bits, tiles_per_warp=tiles_per_warp)
+            assert hit_set(got) == expected, (alpha, bits, tiles_per_warp)
 
 
 @pytest.mark.parametrize("m,k", CASES)
@@ -65,9 +62,38 @@ def test_wm_scan_every_alpha_dna(m, k):
     cpu = find_ends("edit-wm-scan", "cpu", text, batch, k, lo, hi)
     assert hit_set(cpu) == expected and expected
     for alpha in (None,) + shiftor.WM_ALPHAS:
-        for tiles_per_block in (None, 2):
-            got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=alpha, tiles_per_block=tiles_per_block)
-            assert hit_set(got) == expected, (alpha, tiles_per_block)
+        for bits in sorted({shiftor.word_bits(m), 64}):  # 64: the wildcard extension for longer m
+            for tiles_per_warp in (None, 1, 2):
+                # the kernel compiled for this k (k = 1, 2, 3) and the one for any k
+                for unrolled in (True, False) if k in shiftor.WM_FIXED_K else (True,):
+                    got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=alpha, bits=bits,
+                                               tiles_per_warp=tiles_per_warp, unrolled=unrolled)
+                    assert hit_set(got) == expected, (alpha, bits, tiles_per_warp, unrolled)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 14, 15])
+def test_wm_scan_two_halves(m):
+    """alpha = 32: two 16-character scans side by side in one word (m <= 15, k = 1..3),
+    on DNA with IUPAC patterns and N, and on 64-symbol bytes; hit-dense and sparse."""
+    for k in shiftor.WM_FIXED_K:
+        if k >= m:
+            continue
+        rng = np.random.default_rng(700 + 10 * m + k)
+        for text, batch in (dna_case(rng, m, 30_011), byte_case(rng, m, 30_011)):
+            lo, hi = 77, 29_990
+            expected = hit_set(oracle.edit_ends(text, batch, k, lo, hi))
+            assert expected
+            for tiles_per_warp in (None, 1, 2):
+                got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=32, tiles_per_warp=tiles_per_warp)
+                assert hit_set(got) == expected, (k, tiles_per_warp)
+            assert hit_set(shiftor.wm_scan_cuda(text, batch, k, lo, hi)) == expected  # the default alpha
+
+
+def test_wm_scan_two_halves_refuses_what_it_cannot_do():
+    rng = np.random.default_rng(5)
+    text, batch = dna_case(rng, 16, 2_000)
+    with pytest.raises(ValueError, match="m <= 15"):
+        shiftor.wm_scan_cuda(text, batch, 1, 0, 2_000, alpha=32)
 
 
 @pytest.mark.parametrize("m,k", CASES)
@@ -103,8 +129,8 @@ def test_byte_text_all_three(m):
         assert hit_set(shiftor.segmented_cuda(text, batch, k, lo, hi, alpha=16)) == expected
 
 
-def test_long_text_many_tiles_per_block():
-    """8 Mbp: blocks run many tiles, carrying the state from tile to tile."""
+def test_long_text_many_tiles_per_warp():
+    """8 Mbp: warps run many tiles, carrying the state from tile to tile."""
     rng = np.random.default_rng(9)
     text, batch = dna_case(rng, 24, 8_000_017, copies=3_000, never=0.001)
     lo, hi = 12_345, 7_999_999

@@ -212,9 +212,13 @@ def test_edit_wm_scan_every_alpha(m, k):
     expected = hit_set(oracle.edit_ends(text, batch, k, lo, hi))
     assert expected
     for alpha in shiftor.WM_ALPHAS:
-        for warps, tiles in ((8, None), (2, 1)):
-            got = shiftor.wm_scan_cpu(text, batch, k, lo, hi, alpha=alpha, warps=warps, tiles_per_task=tiles)
-            assert hit_set(got) == expected, (alpha, warps, tiles)
+        # w = 64 gives the wildcard extension to m up to 65 - alpha; blocks of 8 and 2
+        # warps add Table 1's block-level scan, which the GPU leaves out.
+        for bits in sorted({shiftor.word_bits(m), 64}):
+            for warps, tiles in ((1, None), (8, None), (2, 1)):
+                got = shiftor.wm_scan_cpu(text, batch, k, lo, hi, alpha=alpha, bits=bits, warps=warps,
+                                          tiles_per_task=tiles)
+                assert hit_set(got) == expected, (alpha, bits, warps, tiles)
 
 
 @pytest.mark.parametrize("m,k", [(m, k) for m in LENGTHS for k in KS if k < m])

@@ -9,25 +9,31 @@
 // every other byte match nothing; bytes: plain equality). Bits >= m are 0, so
 // they act as the wildcards of Section 5.1 (Fig. 5).
 //
-// The tribrid scheme (Section 4.4, Table 1), for one row per blockIdx.y:
-//   grid   : overlapping segments. Block x owns tiles [x * tiles_per_block, ...)
-//            and starts from the exact state before its first character,
-//            computed by one thread from the m - 1 (m + k - 1 for WM)
-//            characters before it (the halo).
-//   block  : disjoint segmented scan over its warps (Algorithm 3): each warp's
-//            aggregate goes through shared memory; one __syncthreads per scan.
-//            Tiles are processed in order; the last lane's state carries over.
+// The tribrid scheme (Section 4.4, Table 1), one pattern row per blockIdx.y:
+//   grid   : overlapping segments, one per WARP. Warp g owns the tiles
+//            [g * tiles_per_warp, ...) and starts a few tiles earlier (the
+//            halo: at least w + k characters, after which every bit of every
+//            state is exact whatever the state it started from); the halo's
+//            hits are not reported. A tile is 32 lanes x alpha characters.
+//   block  : none. Table 1 puts a disjoint segmented scan over the warps of a
+//            block here (one __syncthreads per tile); on the H100 that barrier
+//            held the kernel at two thirds of the memory roof, so the warps of
+//            a block are independent and share only the mask table.
 //   warp   : inclusive scan with shuffles (Hillis-Steele); the shift amount of
 //            step s is the static alpha * 2^s, and steps stop once it reaches
-//            the word size w (Section 4.3: older characters shift out).
+//            the word size w (Section 4.3: older characters shift out). Tile
+//            after tile, lane 31's state carries over to lane 0 (the disjoint
+//            segmented scheme along the warp's segment).
 //   thread : alpha contiguous characters (one 16-byte load for alpha = 16),
 //            sequential bit-parallel Shift-Or from the identity <0, 0>
 //            (algorithm cascading, Section 5.1, Fig. 4).
-// Exact matching skips the last addition phase when m <= w - alpha + 1 (the
-// wildcard extension, Fig. 5): the state at a thread's last character then
-// holds its alpha end bits at bits m - 1 ... m + alpha - 2.
+// The last addition (phase 3) is skipped when m <= w - alpha + 1 (the wildcard
+// extension, Fig. 5): the exact state at a thread's last character then holds
+// its alpha end bits at bits m - 1 ... m + alpha - 2. Wu-Manber gets the same
+// extension for every level (see wm_scan): d(e) changes by at most 1 from one
+// end to the next, so the trailing wildcards report d at the earlier ends.
 //
-// Hits go through hits.cuh's emit (row, end, distance), in no order.
+// Hits go through warp_reserve (row, end, distance), in no order.
 // Plain C types only: NVRTC (CuPy) compiles this file without standard headers.
 #include "hits.cuh"
 
@@ -36,18 +42,12 @@
 #define WM_K_MAX 63        // edit-wm-scan: levels 0..k kept in shared memory between tiles
 #define SEGMENTED_K_MAX 8  // edit-wm-segmented: levels 0..k in registers
 #define FULL_MASK 0xffffffffu
+#define SCAN_WARPS 8       // warps per block of the scans (independent; they share the table)
 
 typedef unsigned int word32;
 typedef unsigned long long word64;
 
-// The mask table, replicated so that every lane reads its own copy (no bank
-// conflicts whatever the text): table[c * REPLICAS + lane % REPLICAS]. 32 copies
-// of 4-byte words, or 16 copies of 8-byte words (a 64-bit access is served per
-// half-warp); either way 128 bytes per code, 32 KB in all.
-extern __shared__ word64 shiftor_dynamic_smem[];
-
 template <typename Word> struct Bits { static constexpr int value = 8 * (int)sizeof(Word); };
-template <typename Word> struct Replicas { static constexpr int value = 128 / (int)sizeof(Word); };
 
 // x << u in F^w, 0 once u reaches the word size (Lemma 1 with the shifted-out bits gone).
 template <typename Word>
@@ -60,15 +60,40 @@ __device__ __forceinline__ Word low_bits(int count) {
     return count >= Bits<Word>::value ? ~(Word)0 : (((Word)1 << count) - 1);
 }
 
-// Fills the replicated table of `row` (all threads of the block; synchronise after).
+// ---------------------------------------------------------------------------
+// The mask table in shared memory, one copy per lane
+// ---------------------------------------------------------------------------
+// B[c] for lane l lives at byte c * 256 + l * sizeof(Word): every lane reads
+// its own copy, so a warp's lookups never conflict on a bank whatever the text
+// (a 64-bit word is served per half-warp either way). The 256-byte stride lets
+// one byte permutation build the address: the text byte c becomes byte 1 and
+// the lane's offset byte 0 (table_offset). 64 KB per block.
+#define TABLE_STRIDE 256
+extern __shared__ unsigned char shiftor_table[];
+
 template <typename Word>
-__device__ __forceinline__ Word *fill_table(const word64 *tables, int row) {
-    constexpr int R = Replicas<Word>::value;
-    Word *table = (Word *)shiftor_dynamic_smem;
-    for (int idx = threadIdx.x; idx < CODES * R; idx += blockDim.x) {
-        table[idx] = (Word)tables[(long long)row * CODES + idx / R];
+__device__ __forceinline__ void fill_table(const word64 *tables, int row) {
+    for (int code = threadIdx.x; code < CODES; code += blockDim.x) {  // one global load per code
+        const Word mask = (Word)tables[(long long)row * CODES + code];
+        Word *copies = (Word *)(shiftor_table + code * TABLE_STRIDE);
+#pragma unroll
+        for (int lane = 0; lane < LANES; ++lane) copies[lane] = mask;
     }
-    return table;
+}
+
+// lane * sizeof(Word): this lane's column of the table (< 256: one byte).
+template <typename Word>
+__device__ __forceinline__ unsigned int lane_column() {
+    return (threadIdx.x & (LANES - 1)) * (unsigned int)sizeof(Word);
+}
+
+// B[character i] for this lane, character i being byte i % 4 of chars[i / 4]:
+// one PRMT (byte 0 <- the lane's column, byte 1 <- the character, bytes 2-3 <- 0)
+// and one shared-memory load.
+template <typename Word, int NWORDS>
+__device__ __forceinline__ Word lookup(const unsigned int (&chars)[NWORDS], int i, unsigned int column) {
+    const unsigned int offset = __byte_perm(chars[i >> 2], column, 0x5504u | ((unsigned int)(i & 3) << 4));
+    return *(const Word *)(shiftor_table + offset);
 }
 
 // alpha characters from text[pos] into 32-bit words (character i in byte i % 4 of
@@ -109,6 +134,10 @@ __device__ __forceinline__ int char_at(const unsigned int (&w)[(ALPHA + 3) / 4],
     return (int)((w[i >> 2] >> (8 * (i & 3))) & 0xFFu);
 }
 
+// ---------------------------------------------------------------------------
+// Hits
+// ---------------------------------------------------------------------------
+
 // Hit compaction with one atomicAdd per warp (hits.cuh's protocol: a global
 // counter hands out (row, end, distance) slots; the launcher reruns with room
 // for all when they overflow). All 32 lanes call it together; a lane with
@@ -143,128 +172,130 @@ __device__ __forceinline__ void write_hits(unsigned long long slot, unsigned lon
     }
 }
 
-// Bit j set when position first + j lies in the owned range [owned_lo, owned_hi).
+// Bit j set when position first + j lies in the reported range [report_lo, report_hi):
+// bits [from, to), in closed form (a loop here gets if-converted into every tile).
 template <int ALPHA>
-__device__ __forceinline__ unsigned int owned_positions(long long first, long long owned_lo, long long owned_hi) {
-    const unsigned int all = ALPHA >= 32 ? 0xffffffffu : ((1u << ALPHA) - 1);
-    if (first >= owned_lo && first + ALPHA <= owned_hi) return all;
-    unsigned int mask = 0;
-    for (int j = 0; j < ALPHA; ++j) {
-        if (first + j >= owned_lo && first + j < owned_hi) mask |= 1u << j;
+__device__ __forceinline__ unsigned int owned_positions(long long first, long long report_lo, long long report_hi) {
+    const int from = (int)min(max(report_lo - first, 0LL), (long long)ALPHA);
+    const int to = (int)min(max(report_hi - first, 0LL), (long long)ALPHA);
+    const unsigned int below_to = to >= 32 ? 0xffffffffu : ((1u << to) - 1);
+    const unsigned int below_from = from >= 32 ? 0xffffffffu : ((1u << from) - 1);
+    return below_to & ~below_from;
+}
+
+// Reports this lane's `positions` (bit j: an end at first + j + 1) at `distance`,
+// those inside [report_lo, report_hi) only; all 32 lanes call it together.
+template <int ALPHA>
+__device__ __forceinline__ void report_warp_hits(unsigned int positions, long long first, long long report_lo,
+                                                 long long report_hi, int row, int distance,
+                                                 unsigned long long *count, unsigned long long capacity,
+                                                 int *out_row, long long *out_end, short *out_dist) {
+    if (__any_sync(FULL_MASK, positions != 0)) {  // rare: one atomic for the warp's hits
+        if (positions) positions &= owned_positions<ALPHA>(first, report_lo, report_hi);
+        const unsigned long long slot = warp_reserve(count, __popc(positions));
+        write_hits(slot, capacity, out_row, out_end, out_dist, row, first, positions, distance);
     }
-    return mask;
+}
+
+// Wildcard extension (Fig. 5): bits m - 1 ... m + alpha - 2 of the exact state at
+// a lane's last character, clear (active) where the pattern ends 0 ... alpha - 1
+// characters earlier; returned with bit j for the lane's character j.
+template <typename Word, int ALPHA>
+__device__ __forceinline__ unsigned int wildcard_ends(Word state, int m) {
+    const unsigned int ends = (unsigned int)((~state >> (m - 1)) & low_bits<Word>(ALPHA));
+    return __brev(ends) >> (32 - ALPHA);
 }
 
 // ---------------------------------------------------------------------------
-// The grid level and the text pipeline, shared by both scans
+// The grid level: a warp's segment and the text pipeline
 // ---------------------------------------------------------------------------
+
+// The tiles of this warp: [first_tile, end_tile) reported, from halo_tile on
+// processed. Tiles are numbered from text position 0 (tile t starts at t * TILE),
+// so a halo that reaches the text's start begins at tile 0 with the states of
+// Eq. (1) and (2), exact there.
+struct WarpSegment {
+    long long halo_tile, first_tile, end_tile;
+};
+
+template <int TILE>
+__device__ __forceinline__ WarpSegment warp_segment(long long tile_lo, long long tile_hi, long long tiles_per_warp,
+                                                    int halo_chars) {
+    const long long warp_index = (long long)blockIdx.x * (blockDim.x / LANES) + threadIdx.x / LANES;
+    WarpSegment segment;
+    segment.first_tile = tile_lo + warp_index * tiles_per_warp;
+    segment.end_tile = min(segment.first_tile + tiles_per_warp, tile_hi);
+    segment.halo_tile = max(0LL, segment.first_tile - (halo_chars + TILE - 1) / TILE);
+    return segment;
+}
 
 // Tiles whose text a thread keeps in flight in registers ahead of the one it
 // works on: the loads of tile t + DEPTH are issued before tile t is processed.
-// The exact scan does little work per tile, so it keeps more tiles in flight.
-template <int ALPHA> struct ExactPrefetch { static constexpr int value = ALPHA >= 32 ? 2 : 4; };
-#define WM_PREFETCH 2
+template <int ALPHA> struct Prefetch { static constexpr int value = ALPHA >= 32 ? 2 : 4; };
+#ifndef WM_PREFETCH
+#define WM_PREFETCH 2  // Wu-Manber keeps alpha masks and states in registers besides
+#endif
 
-// The halo before a block's segment, loaded by all threads at once into shared
-// memory (the grid level's overlapping segments); returns its length.
-__device__ __forceinline__ int load_halo(const unsigned char *text, long long segment_lo, int halo_length,
-                                         unsigned char *halo) {
-    const long long halo_lo = max(0LL, segment_lo - (long long)halo_length);
-    const int length = (int)(segment_lo - halo_lo);
-    for (int i = threadIdx.x; i < length; i += blockDim.x) halo[i] = text[halo_lo + i];
-    return length;
-}
-
-// Runs `tile(chars, t)` for the tiles [first_tile, end_tile) of this thread's
-// block, each with this thread's alpha characters of tile t, loaded DEPTH
-// tiles earlier into a register ring (compile-time indices only). UNROLLED:
-// the loop is unrolled DEPTH times so that the ring needs no moves (more
-// registers); otherwise the ring rotates by register moves, the body once.
-template <int ALPHA, int DEPTH, bool UNROLLED, typename TileFunction>
-__device__ __forceinline__ void for_each_tile(const unsigned char *text, long long n, long long base, int tile_size,
-                                              long long first_tile, long long end_tile, TileFunction tile) {
+// Runs `tile(chars, t)` for the tiles [first_tile, end_tile) of this warp, each
+// with this lane's alpha characters of tile t (text[t * 32 * alpha + lane * alpha...]),
+// loaded DEPTH tiles earlier into a register ring (compile-time indices only: the
+// loop is unrolled DEPTH times so that the ring needs no register moves).
+template <int ALPHA, int DEPTH, typename TileFunction>
+__device__ __forceinline__ void for_each_tile(const unsigned char *text, long long n, long long first_tile,
+                                              long long end_tile, TileFunction tile) {
     constexpr int NWORDS = (ALPHA + 3) / 4;
-    const long long thread_offset = (long long)threadIdx.x * ALPHA;
+    constexpr int TILE = LANES * ALPHA;
+    const long long lane_offset = (long long)(threadIdx.x & (LANES - 1)) * ALPHA;
     unsigned int ring[DEPTH][NWORDS];
 #pragma unroll
     for (int s = 0; s < DEPTH; ++s) {
-        if (first_tile + s < end_tile) load_chars<ALPHA>(text, n, base + (first_tile + s) * tile_size + thread_offset, ring[s]);
+        if (first_tile + s < end_tile) load_chars<ALPHA>(text, n, (first_tile + s) * TILE + lane_offset, ring[s]);
     }
-    if constexpr (UNROLLED) {
-        for (long long t0 = first_tile; t0 < end_tile; t0 += DEPTH) {
+    for (long long t0 = first_tile; t0 < end_tile; t0 += DEPTH) {
 #pragma unroll
-            for (int s = 0; s < DEPTH; ++s) {
-                const long long t = t0 + s;
-                if (t >= end_tile) break;  // the same for the whole block
-                unsigned int chars[NWORDS];
-#pragma unroll
-                for (int q = 0; q < NWORDS; ++q) chars[q] = ring[s][q];
-                if (t + DEPTH < end_tile) load_chars<ALPHA>(text, n, base + (t + DEPTH) * tile_size + thread_offset, ring[s]);
-                tile(chars, t);
-            }
-        }
-    } else {
-        for (long long t = first_tile; t < end_tile; ++t) {
+        for (int s = 0; s < DEPTH; ++s) {
+            const long long t = t0 + s;
+            if (t >= end_tile) break;  // the same for the whole warp
             unsigned int chars[NWORDS];
 #pragma unroll
-            for (int q = 0; q < NWORDS; ++q) chars[q] = ring[0][q];
-#pragma unroll
-            for (int s = 0; s + 1 < DEPTH; ++s) {
-#pragma unroll
-                for (int q = 0; q < NWORDS; ++q) ring[s][q] = ring[s + 1][q];
-            }
-            if (t + DEPTH < end_tile) load_chars<ALPHA>(text, n, base + (t + DEPTH) * tile_size + thread_offset, ring[DEPTH - 1]);
+            for (int q = 0; q < NWORDS; ++q) chars[q] = ring[s][q];
+            if (t + DEPTH < end_tile) load_chars<ALPHA>(text, n, (t + DEPTH) * TILE + lane_offset, ring[s]);
             tile(chars, t);
         }
     }
 }
 
+#define SCAN_ARGS                                                                                      \
+    const unsigned char *text, long long n, const word64 *tables, const int *lengths, int row_offset,  \
+        int k, long long owned_lo, long long owned_hi, long long tile_lo, long long tile_hi,           \
+        long long tiles_per_warp, unsigned long long *count, unsigned long long capacity, int *out_row, \
+        long long *out_end, short *out_dist
+#define SCAN_CALL text, n, tables, lengths, row_offset, k, owned_lo, owned_hi, tile_lo, tile_hi, tiles_per_warp, \
+                  count, capacity, out_row, out_end, out_dist
+
 // ---------------------------------------------------------------------------
 // exact-shiftor-scan: Algorithm 1 in the tribrid scheme (Algorithm 3 + Fig. 4)
 // ---------------------------------------------------------------------------
 
-#define EXACT_WARPS 8
-#define EXACT_HALO 64   // m - 1 <= 63 characters
-
-template <typename Word, int ALPHA, bool WILDCARD, int NW = EXACT_WARPS, int DEPTH = ExactPrefetch<ALPHA>::value>
-__device__ __forceinline__ void exact_scan(const unsigned char *text, long long n, const word64 *tables,
-                                           const int *lengths, int row_offset, long long base,
-                                           long long owned_lo, long long owned_hi, long long tiles,
-                                           long long tiles_per_block, unsigned long long *count,
-                                           unsigned long long capacity, int *out_row, long long *out_end,
-                                           short *out_dist) {
+template <typename Word, int ALPHA, bool WILDCARD>
+__device__ __forceinline__ void exact_scan(SCAN_ARGS) {
     constexpr int W = Bits<Word>::value;
-    constexpr int R = Replicas<Word>::value;
-    constexpr int TILE = LANES * NW * ALPHA;
+    constexpr int TILE = LANES * ALPHA;
     constexpr int NWORDS = (ALPHA + 3) / 4;
-    __shared__ Word warp_aggregate[2][NW];  // double-buffered by tile parity
-    __shared__ Word tile_carry[2];          // exact state before the tile
-    __shared__ unsigned char halo[EXACT_HALO];
-
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
-    const Word *table = fill_table<Word>(tables, row);
-    const long long first_tile = (long long)blockIdx.x * tiles_per_block;
-    const long long end_tile = min(first_tile + tiles_per_block, tiles);
-    if (first_tile >= end_tile) return;  // the whole block leaves together
-    const int lane = threadIdx.x & (LANES - 1), warp = threadIdx.x / LANES;
-    const Word *lane_table = table + (lane & (R - 1));
-    const int halo_length = load_halo(text, base + first_tile * TILE, m - 1, halo);
-    __syncthreads();  // table and halo in shared memory
+    fill_table<Word>(tables, row);
+    __syncthreads();  // the block's only barrier
+    const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, W);
+    if (segment.first_tile >= segment.end_tile) return;  // the whole warp leaves together
+    const int lane = threadIdx.x & (LANES - 1);
+    const unsigned int column = lane_column<Word>();
+    const long long report_lo = max(owned_lo, segment.first_tile * TILE);
+    Word carry = ~(Word)0;  // exact state before the tile: R_0 = 1^m (Eq. (1)) at the halo's start
 
-    // Grid level: the exact state before the segment, from its m - 1 characters
-    // of halo (R_0 = 1^m at the start of the text, Eq. (1)).
-    if (threadIdx.x == 0) {
-        Word x = ~(Word)0;
-        for (int i = 0; i < halo_length; ++i) x = (x << 1) | table[halo[i] * R];
-        tile_carry[0] = x;
-    }
-    __syncthreads();
-
-    for_each_tile<ALPHA, DEPTH, true>(
-        text, n, base, TILE, first_tile, end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
-        const int parity = (int)((t - first_tile) & 1);
-        const long long first = base + t * TILE + (long long)threadIdx.x * ALPHA;  // this thread's first character
+    for_each_tile<ALPHA, Prefetch<ALPHA>::value>(
+        text, n, segment.halo_tile, segment.end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
+        const long long first = t * TILE + (long long)lane * ALPHA;  // this lane's first character
 
         // Phase 1 (thread): sequential Shift-Or over alpha characters from the
         // identity <0, 0^w>: the local inclusive scans under dagger (Definition 1).
@@ -272,7 +303,7 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
         Word local[WILDCARD ? 1 : ALPHA];
 #pragma unroll
         for (int i = 0; i < ALPHA; ++i) {
-            x = (x << 1) | lane_table[char_at<ALPHA>(chars, i) * R];
+            x = (x << 1) | lookup<Word>(chars, i, column);
             if constexpr (!WILDCARD) local[i] = x;
         }
         // Phase 2 (warp): Hillis-Steele inclusive scan under dagger. The right
@@ -285,30 +316,19 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
                 if (lane >= (1 << s)) x |= left << (ALPHA << s);
             }
         }
-        // Block level: warp aggregates through shared memory (Algorithm 3, line 12:
-        // add the left neighbour's last element).
-        if (lane == LANES - 1) warp_aggregate[parity][warp] = x;
-        __syncthreads();
-        Word prefix = tile_carry[parity];  // exact state before this warp's first character
-        for (int j = 0; j < warp; ++j) prefix = shl<Word>(prefix, LANES * ALPHA) | warp_aggregate[parity][j];
+        // The state before the tile (lane 31's, one tile earlier) completes every lane's scan.
         const int covered = (lane + 1) * ALPHA;  // characters this lane's scan already holds
-        if (covered < W) x |= prefix << covered;
-        if (threadIdx.x == LANES * NW - 1) tile_carry[parity ^ 1] = x;
+        if (covered < W) x |= carry << covered;
+        Word before = __shfl_up_sync(FULL_MASK, x, 1);  // exact state before this lane
+        if (lane == 0) before = carry;
+        carry = __shfl_sync(FULL_MASK, x, LANES - 1);
+        if (t < segment.first_tile) return;  // the halo: states only
 
         unsigned int positions = 0;  // bit j: the pattern ends at position first + j
         if constexpr (WILDCARD) {
-            // Fig. 5: bit m - 1 + i of the exact state at the last character says
-            // whether the pattern ends i characters earlier.
-            const Word ends = (~x >> (m - 1)) & low_bits<Word>(ALPHA);
-            if (ends) {
-                for (int i = 0; i < ALPHA; ++i) {
-                    if ((ends >> i) & 1) positions |= 1u << (ALPHA - 1 - i);
-                }
-            }
+            positions = wildcard_ends<Word, ALPHA>(x, m);
         } else {
             // Phase 3 (Fig. 4): add the exact state before this thread to each local scan.
-            Word before = __shfl_up_sync(FULL_MASK, x, 1);
-            if (lane == 0) before = prefix;
             Word all = ~(Word)0;  // AND of the states: bit m - 1 clear if any ends here
 #pragma unroll
             for (int i = 0; i < ALPHA; ++i) all &= shl<Word>(before, i + 1) | local[i];
@@ -319,41 +339,24 @@ __device__ __forceinline__ void exact_scan(const unsigned char *text, long long 
                 }
             }
         }
-        if (__any_sync(FULL_MASK, positions != 0)) {  // rare: one atomic for the warp's hits
-            if (positions) positions &= owned_positions<ALPHA>(first, owned_lo, owned_hi);
-            const unsigned long long slot = warp_reserve(count, __popc(positions));
-            write_hits(slot, capacity, out_row, out_end, out_dist, row, first, positions, 0);
-        }
+        report_warp_hits<ALPHA>(positions, first, report_lo, owned_hi, row, 0, count, capacity, out_row, out_end,
+                                out_dist);
     });
 }
 
-#define EXACT_ARGS                                                                                    \
-    const unsigned char *text, long long n, const word64 *tables, const int *lengths, int row_offset, \
-        long long base, long long owned_lo, long long owned_hi, long long tiles, long long tiles_per_block, \
-        unsigned long long *count, unsigned long long capacity, int *out_row, long long *out_end, short *out_dist
-#define EXACT_CALL text, n, tables, lengths, row_offset, base, owned_lo, owned_hi, tiles, tiles_per_block, \
-                   count, capacity, out_row, out_end, out_dist
-
-// Register budgets: 64 per thread with the wildcard (4 blocks of 8 warps per SM, each
-// thread with 4 tiles of text in flight), 85 with phase 3 (its alpha local scans).
-// A variant for alpha = 16 and 32, measured against the default by the benchmark:
-// blocks of 4 warps (_nw4: half as many warps wait at each tile's barrier).
-#define EXACT_VARIANTS(BITS, ALPHA)                                                                        \
-    extern "C" __global__ void __launch_bounds__(LANES * 4, 8) exact_w##BITS##_a##ALPHA##_wildcard_nw4(EXACT_ARGS) { \
-        exact_scan<word##BITS, ALPHA, true, 4>(EXACT_CALL);                                              \
-    }                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(LANES * 4, 6) exact_w##BITS##_a##ALPHA##_phase3_nw4(EXACT_ARGS) { \
-        exact_scan<word##BITS, ALPHA, false, 4>(EXACT_CALL);                                             \
-    }
-
-#define EXACT_KERNEL(BITS, ALPHA)                                                                          \
-    extern "C" __global__ void __launch_bounds__(LANES * EXACT_WARPS, 4)                                   \
-        exact_w##BITS##_a##ALPHA##_wildcard(EXACT_ARGS) {                                                  \
-        exact_scan<word##BITS, ALPHA, true>(EXACT_CALL);                                                 \
-    }                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(LANES * EXACT_WARPS, 3)                                   \
-        exact_w##BITS##_a##ALPHA##_phase3(EXACT_ARGS) {                                                    \
-        exact_scan<word##BITS, ALPHA, false>(EXACT_CALL);                                                \
+// Blocks per SM the register budget aims at: 3 of 8 warps fit in shared memory
+// (64 KB of table each; 4 would need 256 KB); 64-bit states take 2, so that
+// alpha = 16 and 32 keep their states in registers.
+#define MIN_BLOCKS_32 3
+#define MIN_BLOCKS_64 2
+#define EXACT_KERNEL(BITS, ALPHA)                                                                           \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                                     \
+        exact_w##BITS##_a##ALPHA##_wildcard(SCAN_ARGS) {                                                    \
+        exact_scan<word##BITS, ALPHA, true>(SCAN_CALL);                                                   \
+    }                                                                                                   \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                                     \
+        exact_w##BITS##_a##ALPHA##_phase3(SCAN_ARGS) {                                                      \
+        exact_scan<word##BITS, ALPHA, false>(SCAN_CALL);                                                  \
     }
 
 EXACT_KERNEL(32, 1)
@@ -368,28 +371,28 @@ EXACT_KERNEL(64, 4)
 EXACT_KERNEL(64, 8)
 EXACT_KERNEL(64, 16)
 EXACT_KERNEL(64, 32)
-EXACT_VARIANTS(32, 16)
-EXACT_VARIANTS(32, 32)
-EXACT_VARIANTS(64, 16)
-EXACT_VARIANTS(64, 32)
 
 // ---------------------------------------------------------------------------
 // edit-wm-scan: Algorithm 2 in the tribrid scheme
 // ---------------------------------------------------------------------------
 //
-// Per tile, level 0 is the Shift-Or scan above (all positions exact, no
-// wildcard); level d = 1..k scans the elements <1, <~N_j, M_j & N_j>> under
-// double-dagger (Definitions 2-4, Theorem 6) with
-// N_j = y_{d-1,j-1} & (y_{d-1,j-1} << 1) & (y_{d-1,j} << 1) (Algorithm 2, line 5).
-// After each level's scan a thread knows the exact state before its first
-// character and re-runs the level's recurrence (Eq. (2)) over its alpha
-// characters, which gives the exact states every position needs for the next
-// level. d(e) is the first level whose state at e has bit m - 1 clear.
-// Blocks of 4 warps: each level synchronises the block once, and smaller
-// blocks wait on fewer warps.
-
-#define WM_WARPS 4
-#define WM_HALO 128  // m + k - 1 <= 126 characters
+// Per tile, level 0 is the Shift-Or scan above; level d = 1..k scans the
+// elements <1, <~N_j, M_j & N_j>> under double-dagger (Definitions 2-4,
+// Theorem 6) with N_j = y_{d-1,j-1} & (y_{d-1,j-1} << 1) & (y_{d-1,j} << 1)
+// (Algorithm 2, line 5). After each level's scan a thread knows the exact
+// state before its first character and re-runs the level's recurrence (Eq. (2))
+// over its alpha characters (phase 3), which gives the exact states that the
+// next level's N_j needs. d(e) is the first level whose state at e has bit
+// m - 1 clear.
+//
+// The wildcard extension for Wu-Manber (WILDCARD, when m + alpha - 1 <= w):
+// with the mask bits >= m zero, bit m - 1 + i of level d's state at position j
+// is clear iff P followed by i wildcards ends at j within d differences, i.e.
+// iff min over e of d(e) + |i - (j - e)| <= d. Since |d(e) - d(e + 1)| <= 1
+// (one more or one fewer inserted text character), that minimum is d(j - i).
+// So the exact state at a lane's last character gives every level's verdict on
+// all alpha of its ends, the last level needs no phase 3, and no level tests
+// bit m - 1 character by character.
 
 // (x, y) of an aggregate applied to the state v: ((v << u) & ~x) | y (Definition 4).
 template <typename Word>
@@ -397,65 +400,68 @@ __device__ __forceinline__ Word apply_pair(Word v, int u, Word x, Word y) {
     return (shl<Word>(v, u) & ~x) | y;
 }
 
-template <typename Word, int ALPHA>
-__device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, const word64 *tables,
-                                        const int *lengths, int row_offset, int k, long long base,
-                                        long long owned_lo, long long owned_hi, long long tiles,
-                                        long long tiles_per_block, unsigned long long *count,
-                                        unsigned long long capacity, int *out_row, long long *out_end,
-                                        short *out_dist) {
-    constexpr int W = Bits<Word>::value;
-    constexpr int R = Replicas<Word>::value;
-    constexpr int NW = WM_WARPS;
-    constexpr int TILE = LANES * NW * ALPHA;
-    constexpr int NWORDS = (ALPHA + 3) / 4;
-    __shared__ Word aggregate_x[2][NW], aggregate_y[2][NW];  // double-buffered by scan round
-    __shared__ Word tile_carry[2][WM_K_MAX + 1];             // exact states before the tile, per level
-    __shared__ unsigned char halo[WM_HALO];
+// The exact states before the tile, per level, that carry over from lane 31 of
+// one tile to lane 0 of the next. K > 0 (k fixed when compiled, Section 5.2's
+// complete unrolling): registers, every lane holding lane 31's value. K = 0
+// (any k): this warp's row of a shared array.
+template <typename Word, int K> struct LevelCarries {
+    Word value[K + 1];
+    __device__ __forceinline__ LevelCarries(Word *, int) {
+#pragma unroll
+        for (int d = 0; d <= K; ++d) value[d] = shl<Word>(~(Word)0, d);  // R_{d,0} = 1^{m-d} 0^d
+    }
+    __device__ __forceinline__ Word load(int d) const { return value[d]; }
+    __device__ __forceinline__ void store(int d, Word inclusive) {
+        value[d] = __shfl_sync(FULL_MASK, inclusive, LANES - 1);
+    }
+};
 
+template <typename Word> struct LevelCarries<Word, 0> {
+    Word *value;
+    __device__ __forceinline__ LevelCarries(Word *warp_row, int k) : value(warp_row) {
+        for (int d = threadIdx.x & (LANES - 1); d <= k; d += LANES) value[d] = shl<Word>(~(Word)0, d);
+        __syncwarp();
+    }
+    __device__ __forceinline__ Word load(int d) const { return value[d]; }
+    __device__ __forceinline__ void store(int d, Word inclusive) {
+        __syncwarp();  // every lane has read value[d]
+        if ((threadIdx.x & (LANES - 1)) == LANES - 1) value[d] = inclusive;
+        __syncwarp();
+    }
+};
+
+template <typename Word, int ALPHA, bool WILDCARD, int K>
+__device__ __forceinline__ void wm_scan(SCAN_ARGS) {
+    constexpr int W = Bits<Word>::value;
+    constexpr int TILE = LANES * ALPHA;
+    constexpr int NWORDS = (ALPHA + 3) / 4;
+    __shared__ Word level_carry[K > 0 ? 1 : SCAN_WARPS][K > 0 ? 1 : WM_K_MAX + 1];  // K = 0 only
+
+    if (K > 0) k = K;  // the launcher picks the kernel compiled for this k
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
-    const Word *table = fill_table<Word>(tables, row);
-    const long long first_tile = (long long)blockIdx.x * tiles_per_block;
-    const long long end_tile = min(first_tile + tiles_per_block, tiles);
-    if (first_tile >= end_tile) return;
+    fill_table<Word>(tables, row);
+    __syncthreads();  // the block's only barrier
+    const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, W + k);
+    if (segment.first_tile >= segment.end_tile) return;
     const int lane = threadIdx.x & (LANES - 1), warp = threadIdx.x / LANES;
-    const Word *lane_table = table + (lane & (R - 1));
+    const unsigned int column = lane_column<Word>();
+    const long long report_lo = max(owned_lo, segment.first_tile * TILE);
     const Word last_bit = (Word)1 << (m - 1);
-    const int halo_length = load_halo(text, base + first_tile * TILE, m + k - 1, halo);
-    __syncthreads();
+    LevelCarries<Word, K> carry(level_carry[K > 0 ? 0 : warp], k);
 
-    // Grid level: exact states of every level before the segment, by plain WM
-    // (Eq. (2)) over its m + k - 1 characters of halo from R_{d,0} = 1^{m-d} 0^d.
-    if (threadIdx.x == 0) {
-        Word *states = tile_carry[0];
-        for (int d = 0; d <= k; ++d) states[d] = shl<Word>(~(Word)0, d);
-        for (int i = 0; i < halo_length; ++i) {
-            const Word mask = table[halo[i] * R];
-            Word previous_old = states[0];
-            states[0] = (states[0] << 1) | mask;
-            for (int d = 1; d <= k; ++d) {
-                const Word old = states[d];
-                states[d] = ((old << 1) | mask) & previous_old & (previous_old << 1) & (states[d - 1] << 1);
-                previous_old = old;
-            }
-        }
-    }
-    __syncthreads();
-
-    int round = 0;  // scans done by this block: picks the aggregate buffer
-    for_each_tile<ALPHA, WM_PREFETCH, false>(
-        text, n, base, TILE, first_tile, end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
-        const int parity = (int)((t - first_tile) & 1);
-        const long long first = base + t * TILE + (long long)threadIdx.x * ALPHA;
-        Word mask[ALPHA], state[ALPHA], n_mask[ALPHA];
+    for_each_tile<ALPHA, WM_PREFETCH>(
+        text, n, segment.halo_tile, segment.end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
+        const long long first = t * TILE + (long long)lane * ALPHA;
+        const bool halo = t < segment.first_tile;  // states only, no hits
+        Word mask[ALPHA], state[ALPHA];  // the masks M_j; the exact states of the level below
 #pragma unroll
-        for (int i = 0; i < ALPHA; ++i) mask[i] = lane_table[char_at<ALPHA>(chars, i) * R];
-        unsigned int found = 0;  // positions whose distance is known (bit i: position first + i)
+        for (int i = 0; i < ALPHA; ++i) mask[i] = lookup<Word>(chars, i, column);
+        unsigned int found = 0;  // ends whose distance is known (bit i: position first + i)
         Word before_previous_level = 0;
 
-        for (int d = 0; d <= k; ++d, ++round) {
-            const int buffer = round & 1;
+#pragma unroll (K > 0 ? K + 1 : 1)  // k fixed: levels unrolled, carries in registers
+        for (int d = 0; d <= k; ++d) {
             // Phase 1: local inclusive scan from the identity. Level 0: Shift-Or under
             // dagger (x only); level d: pairs under double-dagger.
             Word x = 0, y = 0;
@@ -466,10 +472,10 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
                 Word left = before_previous_level;  // y_{d-1, j-1} for the first position
 #pragma unroll
                 for (int i = 0; i < ALPHA; ++i) {
-                    n_mask[i] = left & (left << 1) & (state[i] << 1);  // Algorithm 2, line 5
+                    const Word n_mask = left & (left << 1) & (state[i] << 1);  // Algorithm 2, line 5
                     left = state[i];
-                    x = (x << 1) | ~n_mask[i];                        // line 7: <1, <~N, M & N>>
-                    y = ((y << 1) | mask[i]) & n_mask[i];
+                    x = (x << 1) | ~n_mask;                                   // line 7: <1, <~N, M & N>>
+                    y = ((y << 1) | mask[i]) & n_mask;
                 }
             }
             // Phase 2: warp scan (static shifts alpha * 2^s, as in exact_scan).
@@ -495,63 +501,65 @@ __device__ __forceinline__ void wm_scan(const unsigned char *text, long long n, 
                     }
                 }
             }
-            if (lane == LANES - 1) {
-                aggregate_x[buffer][warp] = x;
-                aggregate_y[buffer][warp] = y;
-            }
-            __syncthreads();
-            // Block level: the exact state before this warp, then before this lane's end.
-            Word prefix = tile_carry[parity][d];
-            for (int j = 0; j < warp; ++j) {
-                prefix = d == 0 ? shl<Word>(prefix, LANES * ALPHA) | aggregate_x[buffer][j]
-                                : apply_pair<Word>(prefix, LANES * ALPHA, aggregate_x[buffer][j], aggregate_y[buffer][j]);
-            }
+            // The state before the tile completes the scan: the exact state at
+            // this lane's last character, and before its first.
+            const Word tile_carry = carry.load(d);
             const int covered = (lane + 1) * ALPHA;
-            Word inclusive = d == 0 ? (x | shl<Word>(prefix, covered)) : apply_pair<Word>(prefix, covered, x, y);
-            if (threadIdx.x == LANES * NW - 1) tile_carry[parity ^ 1][d] = inclusive;
+            const Word inclusive = d == 0 ? (x | shl<Word>(tile_carry, covered))
+                                          : apply_pair<Word>(tile_carry, covered, x, y);
             Word before = __shfl_up_sync(FULL_MASK, inclusive, 1);
-            if (lane == 0) before = prefix;
+            if (lane == 0) before = tile_carry;
+            carry.store(d, inclusive);
 
-            // Phase 3: re-run level d from the exact state before this thread (Eq. (2)).
-            Word z = before, all = ~(Word)0;
-            if (d == 0) {
+            // Phase 3: re-run level d from the exact state before this thread (Eq. (2)):
+            // the next level's N_j, and without the wildcard this level's ends.
+            unsigned int positions = 0;  // ends within d differences
+            if (!WILDCARD || d < k) {
+                Word z = before, all = ~(Word)0;
+                if (d == 0) {
 #pragma unroll
-                for (int i = 0; i < ALPHA; ++i) { z = (z << 1) | mask[i]; state[i] = z; all &= z; }
-            } else {
+                    for (int i = 0; i < ALPHA; ++i) { z = (z << 1) | mask[i]; state[i] = z; if (!WILDCARD) all &= z; }
+                } else {  // N_j again (cheaper than keeping alpha of them in registers)
+                    Word left = before_previous_level;
 #pragma unroll
-                for (int i = 0; i < ALPHA; ++i) { z = ((z << 1) | mask[i]) & n_mask[i]; state[i] = z; all &= z; }
+                    for (int i = 0; i < ALPHA; ++i) {
+                        const Word n_mask = left & (left << 1) & (state[i] << 1);
+                        left = state[i];
+                        z = ((z << 1) | mask[i]) & n_mask;
+                        state[i] = z;
+                        if (!WILDCARD) all &= z;
+                    }
+                }
+                if (!WILDCARD && !(all & last_bit)) {
+#pragma unroll
+                    for (int i = 0; i < ALPHA; ++i) {
+                        if (!(state[i] & last_bit)) positions |= 1u << i;
+                    }
+                }
             }
             before_previous_level = before;
-            unsigned int positions = 0;  // positions reaching level d first: d(e) = d there
-            if (!(all & last_bit)) {
-#pragma unroll
-                for (int i = 0; i < ALPHA; ++i) {
-                    if (!(state[i] & last_bit)) positions |= 1u << i;
-                }
-                positions &= ~found;
-                found |= positions;
-            }
-            if (__any_sync(FULL_MASK, positions != 0)) {  // rare: one atomic for the warp's hits
-                if (positions) positions &= owned_positions<ALPHA>(first, owned_lo, owned_hi);
-                const unsigned long long slot = warp_reserve(count, __popc(positions));
-                write_hits(slot, capacity, out_row, out_end, out_dist, row, first, positions, d);
-            }
+            if (halo) continue;
+            if (WILDCARD) positions = wildcard_ends<Word, ALPHA>(inclusive, m);
+            positions &= ~found;  // d(e) = d: the first level where e ends a match
+            found |= positions;
+            report_warp_hits<ALPHA>(positions, first, report_lo, owned_hi, row, d, count, capacity, out_row,
+                                    out_end, out_dist);
         }
     });
 }
 
-#define WM_ARGS                                                                                       \
-    const unsigned char *text, long long n, const word64 *tables, const int *lengths, int row_offset, \
-        int k, long long base, long long owned_lo, long long owned_hi, long long tiles,              \
-        long long tiles_per_block, unsigned long long *count, unsigned long long capacity, int *out_row, \
-        long long *out_end, short *out_dist
-#define WM_CALL text, n, tables, lengths, row_offset, k, base, owned_lo, owned_hi, tiles, tiles_per_block, \
-                count, capacity, out_row, out_end, out_dist
-
-#define WM_KERNEL(BITS, ALPHA)                                                                          \
-    extern "C" __global__ void __launch_bounds__(LANES * WM_WARPS) wm_scan_w##BITS##_a##ALPHA(WM_ARGS) { \
-        wm_scan<word##BITS, ALPHA>(WM_CALL);                                                          \
+// wm_scan_w{BITS}_a{ALPHA}_{wildcard,phase3}: any k; ..._k{K}: compiled for k = K.
+#define WM_KERNEL_K(BITS, ALPHA, ENDS, WILDCARD, K, SUFFIX)                                                 \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                     \
+        wm_scan_w##BITS##_a##ALPHA##_##ENDS##SUFFIX(SCAN_ARGS) {                                            \
+        wm_scan<word##BITS, ALPHA, WILDCARD, K>(SCAN_CALL);                                               \
     }
+#define WM_KERNEL(BITS, ALPHA)                                    \
+    WM_KERNEL_K(BITS, ALPHA, wildcard, true, 0, )                 \
+    WM_KERNEL_K(BITS, ALPHA, phase3, false, 0, )
+#define WM_KERNEL_FIXED(BITS, ALPHA, K)                           \
+    WM_KERNEL_K(BITS, ALPHA, wildcard, true, K, _k##K)            \
+    WM_KERNEL_K(BITS, ALPHA, phase3, false, K, _k##K)
 
 WM_KERNEL(32, 1)
 WM_KERNEL(32, 2)
@@ -563,6 +571,195 @@ WM_KERNEL(64, 2)
 WM_KERNEL(64, 4)
 WM_KERNEL(64, 8)
 WM_KERNEL(64, 16)
+// k = 1, 2, 3 with alpha = 8 and 16 (WM_FIXED_K and WM_FIXED_ALPHAS in shiftor.py)
+WM_KERNEL_FIXED(32, 8, 1)
+WM_KERNEL_FIXED(32, 8, 2)
+WM_KERNEL_FIXED(32, 8, 3)
+WM_KERNEL_FIXED(32, 16, 1)
+WM_KERNEL_FIXED(32, 16, 2)
+WM_KERNEL_FIXED(32, 16, 3)
+WM_KERNEL_FIXED(64, 8, 1)
+WM_KERNEL_FIXED(64, 8, 2)
+WM_KERNEL_FIXED(64, 8, 3)
+WM_KERNEL_FIXED(64, 16, 1)
+WM_KERNEL_FIXED(64, 16, 2)
+WM_KERNEL_FIXED(64, 16, 3)
+
+// ---------------------------------------------------------------------------
+// edit-wm-scan, two 16-character halves per 32-bit word (alpha = 32, m <= 15)
+// ---------------------------------------------------------------------------
+//
+// On the H100 the scan above is bound by the integer ALU, not by memory: about
+// 12 ALU instructions per character at k = 1 (Nsight Compute: ALU pipe 78-85%
+// busy), against 5.5 per byte that the ALU can spend at the copy roof. This variant runs two scans in one word (SIMD
+// within a register): each lane's 32 characters are two halves of 16 (A: the
+// first 16, B: the next 16), and every state word holds half A's 16-bit state
+// in bits 0-15 and half B's in bits 16-31. Each logical operation then advances
+// two characters.
+//   * w = 16 = alpha per half, so the scan needs no steps (Section 4.3: a
+//     half's 16 characters shift out every older bit): the exact state at the
+//     end of a half is its local scan (phase 1), at level 0 and, given the exact
+//     N_j, at every level (the pair <~X, Y> applied to any v gives Y, v << 16
+//     being 0). A half starts from the end of the half before it: half B from
+//     half A in the same word, half A from half B of the lane before (a
+//     shuffle), lane 0 from lane 31 of the previous tile.
+//   * Bit 15 is kept 0 ("active") at level 0 by masking it each step, so
+//     shifting left moves a 0 into bit 16, as a shift of half B alone would;
+//     N_j then has bit 15 clear, so every level keeps bit 15 clear. That costs
+//     one pattern position: m <= 15.
+//   * The masks of the two halves come from one table row: B[c] at the lane's
+//     column and B[c] << 16 128 bytes further (fill_half_tables).
+// Hits: the AND of the last level's states over the 16 steps flags a half with
+// an end; then (rarely) the lane re-runs plain Wu-Manber over its characters.
+
+#define HALF_MASK 0x7fff7fffu  // bits 15 and 31 forced active (0)
+
+__device__ __forceinline__ void fill_half_tables(const word64 *tables, int row) {
+    for (int code = threadIdx.x; code < CODES; code += blockDim.x) {
+        const word32 mask = (word32)tables[(long long)row * CODES + code] & 0xffffu;
+        word32 *copies = (word32 *)(shiftor_table + code * TABLE_STRIDE);
+#pragma unroll
+        for (int lane = 0; lane < LANES; ++lane) {
+            copies[lane] = mask;
+            copies[LANES + lane] = mask << 16;
+        }
+    }
+}
+
+// Both halves' masks of step i: characters i (half A) and 16 + i (half B).
+__device__ __forceinline__ word32 half_masks(const unsigned int (&chars)[8], int i, unsigned int column) {
+    const unsigned int offset_a = __byte_perm(chars[i >> 2], column, 0x5504u | ((unsigned int)(i & 3) << 4));
+    const unsigned int offset_b = __byte_perm(chars[4 + (i >> 2)], column, 0x5504u | ((unsigned int)(i & 3) << 4));
+    return *(const word32 *)(shiftor_table + offset_a) + *(const word32 *)(shiftor_table + LANES * 4 + offset_b);
+}
+
+// The exact states before each half, packed, from the exact states at their ends:
+// half B starts where half A ends; half A where half B of the lane before ends.
+__device__ __forceinline__ word32 half_starts(word32 ends, word32 tile_carry, int lane) {
+    word32 before_a = __shfl_up_sync(FULL_MASK, ends >> 16, 1);
+    if (lane == 0) before_a = tile_carry;
+    return before_a | (ends << 16);
+}
+
+// Rare (some lane of the warp has an end): the lane re-runs plain Wu-Manber (Eq. (2))
+// over its 32 characters from m + K characters before them (or from the text's
+// start, with the states of Eq. (2)), reading the text again (cached), so that the
+// hot loop keeps no extra state for it. d(e) = the first level active at e; bit i
+// of a level's positions: character i of the lane.
+template <int K>
+__device__ __forceinline__ void halves_rescan(const unsigned char *text, long long n, long long first, int m,
+                                              bool lane_has_ends, long long report_lo, long long report_hi, int row,
+                                              unsigned int column, unsigned long long *count,
+                                              unsigned long long capacity, int *out_row, long long *out_end,
+                                              short *out_dist) {
+    unsigned int positions[K + 1];
+    word32 states[K + 1];
+#pragma unroll
+    for (int d = 0; d <= K; ++d) {
+        positions[d] = 0;
+        states[d] = ~0u << d;  // R_{d,0} = 1^{m-d} 0^d
+    }
+    const word32 last_bit = 1u << (m - 1);
+    const long long start = lane_has_ends ? max(0LL, first - (m + K)) : first + 32;
+    for (long long p = start; p < min(first + 32, n); ++p) {
+        const word32 mask = *(const word32 *)(shiftor_table + (unsigned int)text[p] * TABLE_STRIDE + column);
+        word32 previous_old = states[0];
+        states[0] = (states[0] << 1) | mask;
+#pragma unroll
+        for (int d = 1; d <= K; ++d) {
+            const word32 old = states[d];
+            states[d] = ((old << 1) | mask) & previous_old & (previous_old << 1) & (states[d - 1] << 1);
+            previous_old = old;
+        }
+        if (p >= first) {
+            bool known = false;
+#pragma unroll
+            for (int d = 0; d <= K; ++d) {
+                if (!known && !(states[d] & last_bit)) {
+                    positions[d] |= 1u << (p - first);
+                    known = true;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int d = 0; d <= K; ++d) {
+        report_warp_hits<32>(positions[d], first, report_lo, report_hi, row, d, count, capacity, out_row, out_end,
+                             out_dist);
+    }
+}
+
+template <int K>
+__device__ __forceinline__ void wm_halves(SCAN_ARGS) {
+    constexpr int ALPHA = 32, TILE = LANES * ALPHA, STEPS = 16;
+    const int row = blockIdx.y + row_offset;
+    const int m = lengths[row];
+    fill_half_tables(tables, row);
+    __syncthreads();  // the block's only barrier
+    const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, STEPS + K);
+    if (segment.first_tile >= segment.end_tile) return;
+    const int lane = threadIdx.x & (LANES - 1);
+    const unsigned int column = lane * 4u;
+    const long long report_lo = max(owned_lo, segment.first_tile * TILE);
+    const word32 end_bits = (1u << (m - 1)) | (1u << (m + 15));  // bit m - 1 of each half
+    word32 carry[K + 1];  // 16-bit exact states before the tile (lane 31's half B), per level
+#pragma unroll
+    for (int d = 0; d <= K; ++d) carry[d] = (0xffffu << d) & 0x7fffu;  // R_{d,0} = 1^{m-d} 0^d
+
+    for_each_tile<ALPHA, 2>(
+        text, n, segment.halo_tile, segment.end_tile, [&](const unsigned int (&chars)[8], long long t) {
+        word32 mask[STEPS], state[STEPS], before[K + 1];
+#pragma unroll
+        for (int i = 0; i < STEPS; ++i) mask[i] = half_masks(chars, i, column);
+        word32 all = ~0u;  // AND of the last level's states: an end of the pattern clears end_bits
+
+#pragma unroll
+        for (int d = 0; d <= K; ++d) {
+            // Phase 1: each half's local scan from 0, which is its exact end state.
+            word32 ends = 0;
+            if (d == 0) {
+#pragma unroll
+                for (int i = 0; i < STEPS; ++i) ends = ((ends << 1) | mask[i]) & HALF_MASK;
+            } else {
+                word32 left = before[d - 1];
+#pragma unroll
+                for (int i = 0; i < STEPS; ++i) {
+                    const word32 n_mask = left & (left << 1) & (state[i] << 1);  // Algorithm 2, line 5
+                    left = state[i];
+                    state[i] = n_mask;  // the level below is no longer needed: keep N_j
+                    ends = ((ends << 1) | mask[i]) & n_mask;
+                }
+            }
+            before[d] = half_starts(ends, carry[d], lane);
+            carry[d] = __shfl_sync(FULL_MASK, ends >> 16, LANES - 1);
+            // Phase 3: the exact states, for the next level's N_j (or this level's ends).
+            word32 z = before[d];
+#pragma unroll
+            for (int i = 0; i < STEPS; ++i) {
+                z = d == 0 ? ((z << 1) | mask[i]) & HALF_MASK : ((z << 1) | mask[i]) & state[i];
+                if (d < K) state[i] = z;
+                else all &= z;
+            }
+        }
+        if (t < segment.first_tile) return;  // the halo: states only
+        const long long first = t * TILE + (long long)lane * ALPHA;
+        const bool ends_here = (all & end_bits) != end_bits;
+        if (!__any_sync(FULL_MASK, ends_here)) return;
+
+        halves_rescan<K>(text, n, first, m, ends_here, report_lo, owned_hi, row, column, count, capacity, out_row,
+                         out_end, out_dist);
+    });
+}
+
+#define WM_HALVES_KERNEL(K)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_32)                         \
+        wm_scan_halves_k##K(SCAN_ARGS) {                                                                    \
+        wm_halves<K>(SCAN_CALL);                                                                          \
+    }
+WM_HALVES_KERNEL(1)
+WM_HALVES_KERNEL(2)
+WM_HALVES_KERNEL(3)
+
 
 // ---------------------------------------------------------------------------
 // edit-wm-segmented: GBPR (each thread runs sequential Wu-Manber over its own

@@ -9,20 +9,22 @@ and takes the paper's tuning knobs as keywords (the benchmark sweeps them):
 ==================  =======================  =========================  ==========================
 algorithm           CPU (Numba, CI-tested)   CUDA (shiftor.cu)          knobs
 ==================  =======================  =========================  ==========================
-exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), bits, warps
+exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), bits
 edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16), bits
 edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1 = GBPR; 4..16 tiled), segment
 ==================  =======================  =========================  ==========================
 
 * exact-shiftor-scan: exact matching (k = 0), the same hits for Hamming and
   edit distance. Algorithm 1 in the tribrid scheme: overlapping segments per
-  GPU block, a disjoint segmented scan over the block's warps and within each
-  warp (shuffles), alpha characters per thread by sequential Shift-Or, and the
-  wildcard extension that skips the last addition when m <= w - alpha + 1.
-  w = 32 for m <= 32, else 64; patterns up to 64 characters. On the GPU alpha
-  is 16, or 32 for 17 < m <= 32 (:func:`default_alpha`).
+  GPU warp (the paper's block-level scan is dropped on the GPU: see
+  shiftor.cu), a scan within each warp (shuffles), alpha characters per thread
+  by sequential Shift-Or, and the wildcard extension that skips the last
+  addition when m <= w - alpha + 1. w = 32 for m <= 32, else 64; patterns up
+  to 64 characters. On the GPU alpha is 32 or 16 (:func:`default_alpha`).
 * edit-wm-scan: Wu-Manber's k differences (Algorithm 2), each level an
   inclusive scan under double-dagger in the same tribrid scheme; any k < m.
+  The wildcard extension applies to every level too (m <= w - alpha + 1);
+  kernels compiled for k = 1, 2, 3 unroll the levels (Section 5.2).
 * edit-wm-segmented: the GBPR baseline: each GPU thread runs sequential
   Wu-Manber over ``segment`` characters plus a halo of m + k - 1 before them
   (alpha = 1, segment = 8 as in the paper); alpha > 1 is the tiled GBPR, which
@@ -46,8 +48,8 @@ from . import shiftor_cpu as _cpu
 from .hamming import concat_hits, empty_pattern_hits, run_buffered_tasks
 
 MAX_M = 64
-EXACT_WARPS = 8           # warps per block, as in shiftor.cu
-WM_WARPS = 4
+SCAN_WARPS = 8            # warps per block of the scans, as in shiftor.cu
+CPU_BLOCK_WARPS = 1       # the CPU emulation's warps per scan block (the GPU's: 1, no block level)
 SEGMENTED_THREADS = 256   # GBPR: threads per block
 WM_K_MAX = 63             # as in shiftor.cu
 SEGMENTED_K_MAX = 8       # as in shiftor.cu
@@ -56,7 +58,7 @@ WM_ALPHAS = (1, 2, 4, 8, 16)
 SEGMENTED_ALPHAS = (1, 4, 8, 16)
 DEFAULT_ALPHA = 16        # the paper's choice (Section 6.1)
 GBPR_SEGMENT = 8          # the paper's GBPR segment size (Section 6)
-TABLE_BYTES = 32 * 1024   # the replicated mask table in shared memory (shiftor.cu)
+TABLE_BYTES = 256 * 256   # the per-lane mask table in shared memory (shiftor.cu, TABLE_STRIDE)
 ROWS_PER_LAUNCH = 65_535  # grid.y limit
 
 
@@ -65,11 +67,28 @@ def word_bits(m: int, alpha: int = DEFAULT_ALPHA) -> int:
     return 32 if m <= 32 else 64
 
 
-def default_alpha(kind: str, m: int) -> int:
-    """Characters per thread on the GPU: the paper's 16, except for exact matching with
-    17 < m <= 32, where 32 (with the last addition) measured faster on the H100 than 16
-    (with the last addition) or w = 64 (with the wildcard extension): see benchmarks/README.md."""
-    return 32 if kind == "exact" and 17 < m <= 32 else DEFAULT_ALPHA
+WM_FIXED_K = (1, 2, 3)     # edit-wm-scan kernels compiled for one k (shiftor.cu, WM_KERNEL_FIXED)
+WM_FIXED_ALPHAS = (8, 16)
+
+
+HALVES_ALPHA = 32          # edit-wm-scan with two 16-character halves per word (shiftor.cu, wm_halves)
+HALVES_MAX_M = 15
+
+
+def uses_halves(m: int, k: int) -> bool:
+    """edit-wm-scan runs two 16-bit scans side by side in a 32-bit word for m <= 15, k = 1..3."""
+    return m <= HALVES_MAX_M and k in WM_FIXED_K
+
+
+def default_alpha(kind: str, m: int, k: int = 0) -> int:
+    """Characters per thread on the GPU, as measured fastest on the H100 (benchmarks/README.md):
+    exact matching 32 (two 16-byte loads per lane; the wildcard extension up to m = 33 with
+    w = 64, the last addition beyond) except 16 for 33 < m <= 49, where 16 keeps the wildcard
+    extension; Wu-Manber 32 as two halves of 16 where they apply (:func:`uses_halves`),
+    else the paper's 16."""
+    if kind == "exact":
+        return 16 if 33 < m <= 49 else 32
+    return HALVES_ALPHA if uses_halves(m, k) else DEFAULT_ALPHA
 
 
 def uses_wildcard(m: int, alpha: int, bits: int) -> bool:
@@ -120,9 +139,10 @@ def _clip(text_size: int, owned_lo: int, owned_hi: int) -> tuple[int, int]:
 # CPU paths (Numba; the GPU kernels' formulation, shiftor_cpu.py)
 # ---------------------------------------------------------------------------
 
-def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = EXACT_WARPS,
+def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = CPU_BLOCK_WARPS,
                    bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
-    """exact-shiftor-scan on the CPU: the tribrid scheme of shiftor.cu, emulated."""
+    """exact-shiftor-scan on the CPU: the tribrid scheme of shiftor.cu, emulated
+    (``warps`` > 1 adds the paper's block-level scan over that many warps)."""
     _check_alpha(alpha, EXACT_ALPHAS, "exact-shiftor-scan")
     lengths, tables, rows, empty = _prepare(batch, k, 0, "exact-shiftor-scan (exact matching)")
     text = np.ascontiguousarray(text, dtype=np.uint8)
@@ -138,10 +158,12 @@ def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_A
     return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
 
 
-def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = WM_WARPS,
+def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = CPU_BLOCK_WARPS,
                 bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
-    """edit-wm-scan on the CPU: Algorithm 2 in the tribrid scheme of shiftor.cu, emulated."""
-    _check_alpha(alpha, WM_ALPHAS, "edit-wm-scan")
+    """edit-wm-scan on the CPU: Algorithm 2 in the tribrid scheme of shiftor.cu, emulated
+    (``warps`` > 1 adds the paper's block-level scan over that many warps). alpha = 32
+    runs the plain scan with 32 characters per lane, not the GPU's two halves."""
+    _check_alpha(alpha, WM_ALPHAS + (HALVES_ALPHA,), "edit-wm-scan")
     lengths, tables, rows, empty = _prepare(batch, k, WM_K_MAX, "edit-wm-scan")
     text = np.ascontiguousarray(text, dtype=np.uint8)
     lo, hi = _clip(text.size, owned_lo, owned_hi)
@@ -219,15 +241,15 @@ def _resident_blocks(kernel, threads: int, dynamic_smem: int) -> int:
     return sms * max(1, per_sm)
 
 
-def _grid(kernel, threads: int, tiles: int, rows: int, dynamic_smem: int) -> tuple[int, int]:
-    """(blocks per row, tiles per block): a whole number of waves of resident blocks,
-    each block taking about 64 tiles when the text is long enough (Section 4.4:
-    a block's segment is much longer than its halo)."""
-    resident = _resident_blocks(kernel, threads, dynamic_smem)
-    waves = max(1, (tiles * rows) // (resident * 64))
-    blocks_per_row = max(1, -(-(resident * waves) // rows))
-    tiles_per_block = max(1, -(-tiles // blocks_per_row))
-    return -(-tiles // tiles_per_block), tiles_per_block
+def _warp_grid(kernel, tiles: int, rows: int) -> int:
+    """Tiles per warp: a whole number of waves of resident warps, each warp taking
+    at least 1,024 tiles when the text is long enough (its halo, one or a few
+    tiles, and its block's table fill are then a small fraction of its work:
+    Section 4.4); every tile costs the same, so one wave balances."""
+    resident_warps = _resident_blocks(kernel, 32 * SCAN_WARPS, TABLE_BYTES) * SCAN_WARPS
+    waves = max(1, (tiles * rows) // (resident_warps * 1024))
+    warps_per_row = max(1, -(-(resident_warps * waves) // rows))
+    return max(1, -(-tiles // warps_per_row))
 
 
 def _run_compacted(launch, capacity: int):
@@ -271,66 +293,64 @@ def kernel_launches(algorithm: str, text, batch, k: int, owned_lo, owned_hi, **k
 
 
 def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int | None = None,
-                   bits: int | None = None, tiles_per_block: int | None = None,
-                   warps: int | None = None) -> list[Launch]:
+                   bits: int | None = None, tiles_per_warp: int | None = None,
+                   unrolled: bool = True) -> list[Launch]:
     """exact-shiftor-scan (kind "exact") or edit-wm-scan (kind "wm"): one launch per kernel
     variant (word size, alpha; wildcard or phase 3), rows in grid.y. ``alpha`` None:
-    :func:`default_alpha` per row. ``warps``: 8 (default) or 4 warps per block for exact
-    matching (alpha 16 or 32). ``tiles_per_block`` fixes each block's segment (tests);
-    by default a whole number of waves of resident blocks shares the tiles."""
+    :func:`default_alpha` per row. ``tiles_per_warp`` fixes each warp's segment (tests);
+    by default a whole number of waves of resident warps shares the tiles. ``unrolled``:
+    edit-wm-scan uses the kernel compiled for this k where there is one (WM_FIXED_K)."""
     import cupy
 
     from .cuda import load_module
 
     name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
     if alpha is not None:
-        _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS, name)
-    warps = warps or (EXACT_WARPS if kind == "exact" else WM_WARPS)
-    if warps != (EXACT_WARPS if kind == "exact" else WM_WARPS) and not (kind == "exact" and warps == 4):
-        raise ValueError(f"{name}: blocks of {warps} warps are not built")
+        _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS + (HALVES_ALPHA,), name)
     lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
     n = int(device_text.size)
     lo, hi = _clip(n, owned_lo, owned_hi)
     if hi <= lo or rows.size == 0:
         return []
     module = load_module("shiftor.cu")
-    threads = 32 * warps
-    base = lo - lo % 16  # tiles start 16-byte aligned
+    threads = 32 * SCAN_WARPS
     groups: dict[tuple[str, int], list[int]] = {}
     for row in rows.tolist():
         m = int(lengths[row])
-        row_alpha = alpha or default_alpha(kind, m)
+        row_alpha = alpha or default_alpha(kind, m, k)
         w = bits or word_bits(m, row_alpha)
+        ends = "wildcard" if uses_wildcard(m, row_alpha, w) else "phase3"
         if kind == "exact":
-            variant = f"exact_w{w}_a{row_alpha}_{'wildcard' if uses_wildcard(m, row_alpha, w) else 'phase3'}"
-            if warps == 4:
-                if row_alpha not in (16, 32):
-                    raise ValueError(f"{name}: blocks of 4 warps are built for alpha 16 and 32 only")
-                variant += "_nw4"
+            variant = f"exact_w{w}_a{row_alpha}_{ends}"
+        elif row_alpha == HALVES_ALPHA:
+            if not uses_halves(m, k):
+                raise ValueError(f"{name}: alpha = {HALVES_ALPHA} (two 16-character halves) takes m <= "
+                                 f"{HALVES_MAX_M} and k in {WM_FIXED_K}, not m = {m}, k = {k}")
+            variant = f"wm_scan_halves_k{k}"
         else:
-            variant = f"wm_scan_w{w}_a{row_alpha}"
+            fixed = unrolled and k in WM_FIXED_K and row_alpha in WM_FIXED_ALPHAS
+            variant = f"wm_scan_w{w}_a{row_alpha}_{ends}" + (f"_k{k}" if fixed else "")
         groups.setdefault((variant, row_alpha), []).append(row)
     launches = []
     for (variant, row_alpha), group in groups.items():
         group_rows = np.array(group, dtype=np.int64)
-        tiles = -(-(hi - base) // (threads * row_alpha))
+        tile = 32 * row_alpha  # tiles are numbered from text position 0 (shiftor.cu, warp_segment)
+        tile_lo, tile_hi = lo // tile, -(-hi // tile)
         kernel = module.get_function(variant)
+        kernel.max_dynamic_shared_size_bytes = TABLE_BYTES
         tables_device = cupy.asarray(tables[group_rows])
         lengths_device = cupy.asarray(lengths[group_rows])
-        if tiles_per_block is None:
-            blocks, block_tiles = _grid(kernel, threads, tiles, group_rows.size, TABLE_BYTES)
-        else:
-            blocks, block_tiles = -(-tiles // tiles_per_block), tiles_per_block
-        extra = () if kind == "exact" else (np.int32(k),)
+        warp_tiles = tiles_per_warp or _warp_grid(kernel, tile_hi - tile_lo, group_rows.size)
+        blocks = -(-(-(-(tile_hi - tile_lo) // warp_tiles)) // SCAN_WARPS)
 
         def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
-                tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, block_tiles=block_tiles,
-                tiles=tiles):
+                tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, warp_tiles=warp_tiles,
+                tile_lo=tile_lo, tile_hi=tile_hi):
             for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
                 grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
                 kernel(grid, (threads,),
-                       (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), *extra,
-                        np.int64(base), np.int64(lo), np.int64(hi), np.int64(tiles), np.int64(block_tiles),
+                       (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
+                        np.int64(lo), np.int64(hi), np.int64(tile_lo), np.int64(tile_hi), np.int64(warp_tiles),
                         count, np.uint64(capacity), out_row, out_end, out_dist),
                        shared_mem=TABLE_BYTES)
 
@@ -390,20 +410,19 @@ def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, 
 
 
 def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
-                    bits: int | None = None, tiles_per_block: int | None = None,
-                    warps: int | None = None) -> EndHits:
+                    bits: int | None = None, tiles_per_warp: int | None = None) -> EndHits:
     """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}``)."""
     device_text = _device_text(text)
-    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_block,
-                              warps)
+    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp)
     return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
 
 
 def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
-                 bits: int | None = None, tiles_per_block: int | None = None) -> EndHits:
-    """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}``)."""
+                 bits: int | None = None, tiles_per_warp: int | None = None, unrolled: bool = True) -> EndHits:
+    """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}_{wildcard,phase3}[_k{k}]``)."""
     device_text = _device_text(text)
-    launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_block)
+    launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
+                              unrolled)
     return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
 
 

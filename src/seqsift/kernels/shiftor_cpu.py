@@ -22,8 +22,9 @@ What is here:
   :func:`tribrid_exact_tasks` and :func:`tribrid_wm_tasks` emulate the GPU
   kernels of ``shiftor.cu`` step by step (segments with a halo, tiles of
   warps x 32 lanes x alpha characters, per-thread local scans, warp scans
-  with static shifts, block combination, phase 3 or the wildcard
-  extension), so the GPU's formulation itself is tested in CI;
+  with static shifts, the block combination of Table 1 when warps > 1 (the
+  GPU runs one warp per segment), phase 3 or the wildcard extension), so the
+  GPU's formulation itself is tested in CI;
   :func:`segmented_wm_tasks` is GBPR: plain Wu-Manber per segment plus a
   halo of m + k - 1 characters.
 
@@ -369,9 +370,13 @@ def _exact_segment(text, table, m, word_bits, alpha, warps, segment_lo, segment_
 @njit(cache=True)
 def _wm_segment(text, table, m, k, word_bits, alpha, warps, segment_lo, segment_hi, report_lo, report_hi,
                 row, out_row, out_end, out_dist, base, cap):
-    """edit-wm-scan over the tiles [segment_lo, segment_hi) of one row (one GPU block)."""
+    """edit-wm-scan over the tiles [segment_lo, segment_hi) of one row (one GPU warp, or
+    a block of ``warps`` warps). With the wildcard extension (m + alpha - 1 <= w) the
+    distances come from the exact state at each lane's last character (shiftor.cu,
+    wm_scan) and the last level skips phase 3."""
     n = text.shape[0]
     wmask = low_bits(word_bits)
+    wildcard = m + alpha - 1 <= word_bits
     last_bit = ONE << np.uint64(m - 1)
     lanes = LANES * warps
     tile = lanes * alpha
@@ -387,6 +392,7 @@ def _wm_segment(text, table, m, k, word_bits, alpha, warps, segment_lo, segment_
     ys = np.empty(lanes, np.uint64)
     before = np.empty(lanes, np.uint64)             # exact state before each lane, this level
     before_previous = np.empty(lanes, np.uint64)    # ... and the level below
+    lane_end = np.empty(lanes, np.uint64)           # exact state at each lane's last character, this level
     distance = np.empty((lanes, alpha), np.int64)
     aggregate_x = np.empty(warps, np.uint64)
     aggregate_y = np.empty(warps, np.uint64)
@@ -440,20 +446,30 @@ def _wm_segment(text, table, m, k, word_bits, alpha, warps, segment_lo, segment_
                     else:
                         inclusive = apply_pair(prefix, covered, xs[i], ys[i], wmask)
                     before[i] = inclusive_before
+                    lane_end[i] = inclusive
                     inclusive_before = inclusive
                 if warp == warps - 1:
                     next_carry[d] = inclusive_before
-            # Phase 3: re-run level d from the exact state before each lane (Eq. (2)).
+            # Phase 3: re-run level d from the exact state before each lane (Eq. (2)),
+            # except at the last level with the wildcard extension.
             for lane in range(lanes):
-                z = before[lane]
-                for i in range(alpha):
-                    if d == 0:
-                        z = ((z << ONE) | masks[lane, i]) & wmask
-                    else:
-                        z = (((z << ONE) | masks[lane, i]) & n_masks[lane, i]) & wmask
-                    state[lane, i] = z
-                    if (z & last_bit) == ZERO and distance[lane, i] < 0:
-                        distance[lane, i] = d
+                if not (wildcard and d == k):
+                    z = before[lane]
+                    for i in range(alpha):
+                        if d == 0:
+                            z = ((z << ONE) | masks[lane, i]) & wmask
+                        else:
+                            z = (((z << ONE) | masks[lane, i]) & n_masks[lane, i]) & wmask
+                        state[lane, i] = z
+                        if not wildcard and (z & last_bit) == ZERO and distance[lane, i] < 0:
+                            distance[lane, i] = d
+                if wildcard:
+                    # bit m - 1 + j of the state at the lane's last character: d(e) <= d
+                    # for the end j characters earlier (|d(e) - d(e + 1)| <= 1).
+                    for j in range(alpha):
+                        i = alpha - 1 - j
+                        if (lane_end[lane] >> np.uint64(m - 1 + j)) & ONE == ZERO and distance[lane, i] < 0:
+                            distance[lane, i] = d
                 before_previous[lane] = before[lane]
         carry[:] = next_carry
         for lane in range(lanes):
