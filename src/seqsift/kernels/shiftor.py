@@ -242,14 +242,16 @@ def _resident_blocks(kernel, threads: int, dynamic_smem: int) -> int:
 
 
 def _warp_grid(kernel, tiles: int, rows: int) -> int:
-    """Tiles per warp: a whole number of waves of resident warps, each warp taking
-    at least 1,024 tiles when the text is long enough (its halo, one or a few
-    tiles, and its block's table fill are then a small fraction of its work:
-    Section 4.4); every tile costs the same, so one wave balances."""
-    resident_warps = _resident_blocks(kernel, 32 * SCAN_WARPS, TABLE_BYTES) * SCAN_WARPS
-    waves = max(1, (tiles * rows) // (resident_warps * 1024))
-    warps_per_row = max(1, -(-(resident_warps * waves) // rows))
-    return max(1, -(-tiles // warps_per_row))
+    """Tiles per warp: every row gets a whole number of blocks and all rows' blocks
+    fill whole waves of resident blocks (a block's warps share its row's table, so a
+    row's warps come in blocks of SCAN_WARPS); a warp takes at least 1,024 tiles when
+    the text is long enough (its halo, one or a few tiles, and its block's table fill
+    are then a small fraction of its work: Section 4.4). Every tile costs the same,
+    so one wave balances."""
+    resident_blocks = _resident_blocks(kernel, 32 * SCAN_WARPS, TABLE_BYTES)
+    waves = max(1, (tiles * rows) // (resident_blocks * SCAN_WARPS * 1024))
+    blocks_per_row = max(1, (resident_blocks * waves) // rows)
+    return max(1, -(-tiles // (blocks_per_row * SCAN_WARPS)))
 
 
 def _run_compacted(launch, capacity: int):
