@@ -71,10 +71,11 @@ def test_wm_scan_every_alpha_dna(m, k):
                     assert hit_set(got) == expected, (alpha, bits, tiles_per_warp, unrolled)
 
 
-@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 14, 15])
-def test_wm_scan_two_halves(m):
-    """alpha = 32: two 16-character scans side by side in one word (m <= 15, k = 1..3),
-    on DNA with IUPAC patterns and N, and on 64-symbol bytes; hit-dense and sparse."""
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 14, 15, 16, 20, 31, 32])
+def test_wm_scan_alpha_32(m):
+    """alpha = 32 = w (k = 1..3): one 32-bit scan per lane (m <= 32), or two 16-character
+    scans side by side in one word (m <= 15), on DNA with IUPAC patterns and N and on
+    64-symbol bytes; hit-dense and sparse."""
     for k in shiftor.WM_FIXED_K:
         if k >= m:
             continue
@@ -83,17 +84,22 @@ def test_wm_scan_two_halves(m):
             lo, hi = 77, 29_990
             expected = hit_set(oracle.edit_ends(text, batch, k, lo, hi))
             assert expected
-            for tiles_per_warp in (None, 1, 2):
-                got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=32, tiles_per_warp=tiles_per_warp)
-                assert hit_set(got) == expected, (k, tiles_per_warp)
+            for bits in (None, 32) if m <= shiftor.HALVES_MAX_M else (None,):  # None: two halves
+                for tiles_per_warp in (None, 1, 2):
+                    got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=32, bits=bits,
+                                               tiles_per_warp=tiles_per_warp)
+                    assert hit_set(got) == expected, (k, bits, tiles_per_warp)
             assert hit_set(shiftor.wm_scan_cuda(text, batch, k, lo, hi)) == expected  # the default alpha
 
 
-def test_wm_scan_two_halves_refuses_what_it_cannot_do():
+def test_wm_scan_alpha_32_refuses_what_it_cannot_do():
     rng = np.random.default_rng(5)
-    text, batch = dna_case(rng, 16, 2_000)
-    with pytest.raises(ValueError, match="m <= 15"):
+    text, batch = dna_case(rng, 33, 2_000)
+    with pytest.raises(ValueError, match="m <= 32"):
         shiftor.wm_scan_cuda(text, batch, 1, 0, 2_000, alpha=32)
+    text, batch = dna_case(rng, 16, 2_000)
+    with pytest.raises(ValueError, match="k in"):
+        shiftor.wm_scan_cuda(text, batch, 4, 0, 2_000, alpha=32)
 
 
 @pytest.mark.parametrize("m,k", CASES)

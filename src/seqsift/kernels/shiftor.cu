@@ -586,31 +586,32 @@ WM_KERNEL_FIXED(64, 16, 2)
 WM_KERNEL_FIXED(64, 16, 3)
 
 // ---------------------------------------------------------------------------
-// edit-wm-scan, two 16-character halves per 32-bit word (alpha = 32, m <= 15)
+// edit-wm-scan with alpha = w: 32 characters per lane, one 32-bit scan (m <= 32)
+// or two 16-character halves per 32-bit word (m <= 15)
 // ---------------------------------------------------------------------------
 //
 // On the H100 the scan above is bound by the integer ALU, not by memory: about
 // 12 ALU instructions per character at k = 1 (Nsight Compute: ALU pipe 78-85%
-// busy), against 5.5 per byte that the ALU can spend at the copy roof. This variant runs two scans in one word (SIMD
-// within a register): each lane's 32 characters are two halves of 16 (A: the
-// first 16, B: the next 16), and every state word holds half A's 16-bit state
-// in bits 0-15 and half B's in bits 16-31. Each logical operation then advances
-// two characters.
-//   * w = 16 = alpha per half, so the scan needs no steps (Section 4.3: a
-//     half's 16 characters shift out every older bit): the exact state at the
-//     end of a half is its local scan (phase 1), at level 0 and, given the exact
-//     N_j, at every level (the pair <~X, Y> applied to any v gives Y, v << 16
-//     being 0). A half starts from the end of the half before it: half B from
-//     half A in the same word, half A from half B of the lane before (a
-//     shuffle), lane 0 from lane 31 of the previous tile.
-//   * Bit 15 is kept 0 ("active") at level 0 by masking it each step, so
-//     shifting left moves a 0 into bit 16, as a shift of half B alone would;
-//     N_j then has bit 15 clear, so every level keeps bit 15 clear. That costs
-//     one pattern position: m <= 15.
-//   * The masks of the two halves come from one table row: B[c] at the lane's
-//     column and B[c] << 16 128 bytes further (fill_half_tables).
-// Hits: the AND of the last level's states over the 16 steps flags a half with
-// an end; then (rarely) the lane re-runs plain Wu-Manber over its characters.
+// busy), against 5.5 per byte that the ALU can spend at the copy roof. Two
+// changes cut that:
+//   * alpha = w, so the scan needs no steps (Section 4.3: a lane's alpha
+//     characters shift out every older bit): the exact state at the end of a
+//     lane's characters is its local scan (phase 1), at level 0 and, given the
+//     exact N_j, at every level (the pair <~X, Y> applied to any v gives Y,
+//     v << w being 0), so phase 1 needs no X. A lane starts from the end of the
+//     lane before (a shuffle), lane 0 from lane 31 of the previous tile.
+//   * For m <= 15, two scans in one word (SIMD within a register, SPLIT = 2):
+//     each lane's 32 characters are two halves of 16 (A: the first 16, B: the
+//     next 16); every state word holds half A's 16-bit state in bits 0-15 and
+//     half B's in bits 16-31, so each logical operation advances two
+//     characters. Half B starts where half A ends (in the same word). Bit 15 is
+//     kept 0 ("active") at level 0 by masking it each step, so shifting left
+//     moves a 0 into bit 16, as a shift of half B alone would; N_j then has bit
+//     15 clear, so every level keeps bit 15 clear. That costs one pattern
+//     position: m <= 15. Both halves' masks come from one table row: B[c] at
+//     the lane's column and B[c] << 16 128 bytes further (fill_half_tables).
+// Hits: the AND of the last level's states over the steps flags a lane with an
+// end; then (rarely) the lane re-runs plain Wu-Manber over its characters.
 
 #define HALF_MASK 0x7fff7fffu  // bits 15 and 31 forced active (0)
 
@@ -647,7 +648,7 @@ __device__ __forceinline__ word32 half_starts(word32 ends, word32 tile_carry, in
 // hot loop keeps no extra state for it. d(e) = the first level active at e; bit i
 // of a level's positions: character i of the lane.
 template <int K>
-__device__ __forceinline__ void halves_rescan(const unsigned char *text, long long n, long long first, int m,
+__device__ __forceinline__ void lane_rescan(const unsigned char *text, long long n, long long first, int m,
                                               bool lane_has_ends, long long report_lo, long long report_hi, int row,
                                               unsigned int column, unsigned long long *count,
                                               unsigned long long capacity, int *out_row, long long *out_end,
@@ -689,37 +690,75 @@ __device__ __forceinline__ void halves_rescan(const unsigned char *text, long lo
     }
 }
 
-template <int K>
-__device__ __forceinline__ void wm_halves(SCAN_ARGS) {
-    constexpr int ALPHA = 32, TILE = LANES * ALPHA, STEPS = 16;
+// How a 32-bit state word holds a lane's 32 characters: one scan of 32 (SPLIT = 1,
+// w = 32, m <= 32) or two scans of 16 side by side (SPLIT = 2, w = 16, m <= 15).
+template <int SPLIT> struct WordSplit;
+
+template <> struct WordSplit<1> {
+    static constexpr int STEPS = 32;             // characters per scan and lane
+    static constexpr word32 LEVEL0_KEEP = ~0u;
+    static __device__ __forceinline__ void fill(const word64 *tables, int row) { fill_table<word32>(tables, row); }
+    static __device__ __forceinline__ word32 masks(const unsigned int (&chars)[8], int i, unsigned int column) {
+        return lookup<word32>(chars, i, column);
+    }
+    static __device__ __forceinline__ word32 starts(word32 ends, word32 tile_carry, int lane) {
+        const word32 before = __shfl_up_sync(FULL_MASK, ends, 1);
+        return lane == 0 ? tile_carry : before;
+    }
+    static __device__ __forceinline__ word32 carry(word32 ends) { return __shfl_sync(FULL_MASK, ends, LANES - 1); }
+    static __device__ __forceinline__ word32 initial(int d) { return ~0u << d; }  // R_{d,0} = 1^{m-d} 0^d
+    static __device__ __forceinline__ word32 end_bits(int m) { return 1u << (m - 1); }
+};
+
+template <> struct WordSplit<2> {
+    static constexpr int STEPS = 16;
+    static constexpr word32 LEVEL0_KEEP = HALF_MASK;
+    static __device__ __forceinline__ void fill(const word64 *tables, int row) { fill_half_tables(tables, row); }
+    static __device__ __forceinline__ word32 masks(const unsigned int (&chars)[8], int i, unsigned int column) {
+        return half_masks(chars, i, column);
+    }
+    static __device__ __forceinline__ word32 starts(word32 ends, word32 tile_carry, int lane) {
+        return half_starts(ends, tile_carry, lane);
+    }
+    static __device__ __forceinline__ word32 carry(word32 ends) {
+        return __shfl_sync(FULL_MASK, ends >> 16, LANES - 1);  // lane 31's half B
+    }
+    static __device__ __forceinline__ word32 initial(int d) { return (0xffffu << d) & 0x7fffu; }
+    static __device__ __forceinline__ word32 end_bits(int m) { return (1u << (m - 1)) | (1u << (m + 15)); }
+};
+
+template <int K, int SPLIT>
+__device__ __forceinline__ void wm_alpha_w(SCAN_ARGS) {
+    using Split = WordSplit<SPLIT>;
+    constexpr int ALPHA = 32, TILE = LANES * ALPHA, STEPS = Split::STEPS;
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
-    fill_half_tables(tables, row);
+    Split::fill(tables, row);
     __syncthreads();  // the block's only barrier
     const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, STEPS + K);
     if (segment.first_tile >= segment.end_tile) return;
     const int lane = threadIdx.x & (LANES - 1);
     const unsigned int column = lane * 4u;
     const long long report_lo = max(owned_lo, segment.first_tile * TILE);
-    const word32 end_bits = (1u << (m - 1)) | (1u << (m + 15));  // bit m - 1 of each half
-    word32 carry[K + 1];  // 16-bit exact states before the tile (lane 31's half B), per level
+    const word32 end_bits = Split::end_bits(m);  // bit m - 1 of each scan
+    word32 carry[K + 1];  // exact states before the tile (lane 31's last scan), per level
 #pragma unroll
-    for (int d = 0; d <= K; ++d) carry[d] = (0xffffu << d) & 0x7fffu;  // R_{d,0} = 1^{m-d} 0^d
+    for (int d = 0; d <= K; ++d) carry[d] = Split::initial(d);
 
     for_each_tile<ALPHA, 2>(
         text, n, segment.halo_tile, segment.end_tile, [&](const unsigned int (&chars)[8], long long t) {
         word32 mask[STEPS], state[STEPS], before[K + 1];
 #pragma unroll
-        for (int i = 0; i < STEPS; ++i) mask[i] = half_masks(chars, i, column);
+        for (int i = 0; i < STEPS; ++i) mask[i] = Split::masks(chars, i, column);
         word32 all = ~0u;  // AND of the last level's states: an end of the pattern clears end_bits
 
 #pragma unroll
         for (int d = 0; d <= K; ++d) {
-            // Phase 1: each half's local scan from 0, which is its exact end state.
+            // Phase 1: the local scan from 0, which is the exact end state.
             word32 ends = 0;
             if (d == 0) {
 #pragma unroll
-                for (int i = 0; i < STEPS; ++i) ends = ((ends << 1) | mask[i]) & HALF_MASK;
+                for (int i = 0; i < STEPS; ++i) ends = ((ends << 1) | mask[i]) & Split::LEVEL0_KEEP;
             } else {
                 word32 left = before[d - 1];
 #pragma unroll
@@ -730,13 +769,13 @@ __device__ __forceinline__ void wm_halves(SCAN_ARGS) {
                     ends = ((ends << 1) | mask[i]) & n_mask;
                 }
             }
-            before[d] = half_starts(ends, carry[d], lane);
-            carry[d] = __shfl_sync(FULL_MASK, ends >> 16, LANES - 1);
+            before[d] = Split::starts(ends, carry[d], lane);
+            carry[d] = Split::carry(ends);
             // Phase 3: the exact states, for the next level's N_j (or this level's ends).
             word32 z = before[d];
 #pragma unroll
             for (int i = 0; i < STEPS; ++i) {
-                z = d == 0 ? ((z << 1) | mask[i]) & HALF_MASK : ((z << 1) | mask[i]) & state[i];
+                z = d == 0 ? ((z << 1) | mask[i]) & Split::LEVEL0_KEEP : ((z << 1) | mask[i]) & state[i];
                 if (d < K) state[i] = z;
                 else all &= z;
             }
@@ -746,19 +785,24 @@ __device__ __forceinline__ void wm_halves(SCAN_ARGS) {
         const bool ends_here = (all & end_bits) != end_bits;
         if (!__any_sync(FULL_MASK, ends_here)) return;
 
-        halves_rescan<K>(text, n, first, m, ends_here, report_lo, owned_hi, row, column, count, capacity, out_row,
-                         out_end, out_dist);
+        lane_rescan<K>(text, n, first, m, ends_here, report_lo, owned_hi, row, column, count, capacity, out_row,
+                       out_end, out_dist);
     });
 }
 
-#define WM_HALVES_KERNEL(K)                                                                                 \
+// wm_scan_w32_a32_k{K}: one 32-bit scan (m <= 32; its 32 masks and states take
+// registers for 2 blocks per SM); wm_scan_w16x2_a32_k{K}: two 16-bit scans (m <= 15).
+#define WM_ALPHA_W_KERNELS(K)                                                                               \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, 2) wm_scan_w32_a32_k##K(SCAN_ARGS) {   \
+        wm_alpha_w<K, 1>(SCAN_CALL);                                                                      \
+    }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_32)                         \
-        wm_scan_halves_k##K(SCAN_ARGS) {                                                                    \
-        wm_halves<K>(SCAN_CALL);                                                                          \
+        wm_scan_w16x2_a32_k##K(SCAN_ARGS) {                                                                 \
+        wm_alpha_w<K, 2>(SCAN_CALL);                                                                      \
     }
-WM_HALVES_KERNEL(1)
-WM_HALVES_KERNEL(2)
-WM_HALVES_KERNEL(3)
+WM_ALPHA_W_KERNELS(1)
+WM_ALPHA_W_KERNELS(2)
+WM_ALPHA_W_KERNELS(3)
 
 
 // ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ and takes the paper's tuning knobs as keywords (the benchmark sweeps them):
 algorithm           CPU (Numba, CI-tested)   CUDA (shiftor.cu)          knobs
 ==================  =======================  =========================  ==========================
 exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), bits
-edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16), bits
+edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16; 32), bits, unrolled
 edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1 = GBPR; 4..16 tiled), segment
 ==================  =======================  =========================  ==========================
 
@@ -24,7 +24,10 @@ edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1
 * edit-wm-scan: Wu-Manber's k differences (Algorithm 2), each level an
   inclusive scan under double-dagger in the same tribrid scheme; any k < m.
   The wildcard extension applies to every level too (m <= w - alpha + 1);
-  kernels compiled for k = 1, 2, 3 unroll the levels (Section 5.2).
+  kernels compiled for k = 1, 2, 3 unroll the levels (Section 5.2). On the
+  GPU, alpha = 32 = w needs no scan steps, and runs two 16-character scans
+  side by side in each 32-bit word for m <= 15 (k = 1..3, m <= 32; the
+  default there: :func:`whole_alpha_variant`).
 * edit-wm-segmented: the GBPR baseline: each GPU thread runs sequential
   Wu-Manber over ``segment`` characters plus a halo of m + k - 1 before them
   (alpha = 1, segment = 8 as in the paper); alpha > 1 is the tiled GBPR, which
@@ -71,24 +74,30 @@ WM_FIXED_K = (1, 2, 3)     # edit-wm-scan kernels compiled for one k (shiftor.cu
 WM_FIXED_ALPHAS = (8, 16)
 
 
-HALVES_ALPHA = 32          # edit-wm-scan with two 16-character halves per word (shiftor.cu, wm_halves)
-HALVES_MAX_M = 15
+WHOLE_ALPHA = 32           # edit-wm-scan with alpha = w (shiftor.cu, wm_alpha_w): k = 1..3
+HALVES_MAX_M = 15          # ... two 16-character scans per 32-bit word up to here
+WHOLE_MAX_M = 32           # ... one 32-bit scan up to here
 
 
-def uses_halves(m: int, k: int) -> bool:
-    """edit-wm-scan runs two 16-bit scans side by side in a 32-bit word for m <= 15, k = 1..3."""
-    return m <= HALVES_MAX_M and k in WM_FIXED_K
+def whole_alpha_variant(m: int, k: int, bits: int | None = None) -> str | None:
+    """The alpha = 32 kernel of edit-wm-scan for a row: ``w16x2`` (two 16-bit scans per
+    word, m <= 15), ``w32`` (one 32-bit scan, m <= 32; ``bits=32`` picks it for short
+    patterns too), or None where there is none (k outside 1..3, m > 32, bits = 64)."""
+    if k not in WM_FIXED_K or m > WHOLE_MAX_M or bits == 64:
+        return None
+    return "w16x2" if m <= HALVES_MAX_M and bits is None else "w32"
 
 
-def default_alpha(kind: str, m: int, k: int = 0) -> int:
+def default_alpha(kind: str, m: int, k: int = 0, bits: int | None = None) -> int:
     """Characters per thread on the GPU, as measured fastest on the H100 (benchmarks/README.md):
     exact matching 32 (two 16-byte loads per lane; the wildcard extension up to m = 33 with
     w = 64, the last addition beyond) except 16 for 33 < m <= 49, where 16 keeps the wildcard
-    extension; Wu-Manber 32 as two halves of 16 where they apply (:func:`uses_halves`),
-    else the paper's 16."""
+    extension; Wu-Manber 32 (alpha = w: no scan steps, two 16-character scans per
+    word for m <= 15) for k = 1..3 and m <= 32 (:func:`whole_alpha_variant`), else the
+    paper's 16."""
     if kind == "exact":
         return 16 if 33 < m <= 49 else 32
-    return HALVES_ALPHA if uses_halves(m, k) else DEFAULT_ALPHA
+    return WHOLE_ALPHA if whole_alpha_variant(m, k, bits) else DEFAULT_ALPHA
 
 
 def uses_wildcard(m: int, alpha: int, bits: int) -> bool:
@@ -162,8 +171,8 @@ def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPH
                 bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
     """edit-wm-scan on the CPU: Algorithm 2 in the tribrid scheme of shiftor.cu, emulated
     (``warps`` > 1 adds the paper's block-level scan over that many warps). alpha = 32
-    runs the plain scan with 32 characters per lane, not the GPU's two halves."""
-    _check_alpha(alpha, WM_ALPHAS + (HALVES_ALPHA,), "edit-wm-scan")
+    runs the plain scan with 32 characters per lane."""
+    _check_alpha(alpha, WM_ALPHAS + (WHOLE_ALPHA,), "edit-wm-scan")
     lengths, tables, rows, empty = _prepare(batch, k, WM_K_MAX, "edit-wm-scan")
     text = np.ascontiguousarray(text, dtype=np.uint8)
     lo, hi = _clip(text.size, owned_lo, owned_hi)
@@ -308,7 +317,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
 
     name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
     if alpha is not None:
-        _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS + (HALVES_ALPHA,), name)
+        _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS + (WHOLE_ALPHA,), name)
     lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
     n = int(device_text.size)
     lo, hi = _clip(n, owned_lo, owned_hi)
@@ -319,16 +328,17 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
     groups: dict[tuple[str, int], list[int]] = {}
     for row in rows.tolist():
         m = int(lengths[row])
-        row_alpha = alpha or default_alpha(kind, m, k)
+        row_alpha = alpha or default_alpha(kind, m, k, bits)
         w = bits or word_bits(m, row_alpha)
         ends = "wildcard" if uses_wildcard(m, row_alpha, w) else "phase3"
         if kind == "exact":
             variant = f"exact_w{w}_a{row_alpha}_{ends}"
-        elif row_alpha == HALVES_ALPHA:
-            if not uses_halves(m, k):
-                raise ValueError(f"{name}: alpha = {HALVES_ALPHA} (two 16-character halves) takes m <= "
-                                 f"{HALVES_MAX_M} and k in {WM_FIXED_K}, not m = {m}, k = {k}")
-            variant = f"wm_scan_halves_k{k}"
+        elif row_alpha == WHOLE_ALPHA:
+            words = whole_alpha_variant(m, k, bits)
+            if words is None:
+                raise ValueError(f"{name}: alpha = {WHOLE_ALPHA} takes m <= {WHOLE_MAX_M}, k in {WM_FIXED_K} "
+                                 f"and 32-bit words, not m = {m}, k = {k}, bits = {bits}")
+            variant = f"wm_scan_{words}_a32_k{k}"
         else:
             fixed = unrolled and k in WM_FIXED_K and row_alpha in WM_FIXED_ALPHAS
             variant = f"wm_scan_w{w}_a{row_alpha}_{ends}" + (f"_k{k}" if fixed else "")
