@@ -199,6 +199,17 @@ def headline(text, recorder: Recorder, log) -> dict:
     for m in (24, 32):
         recorder.measure("words", "exact-shiftor-scan", "alpha=16 w=32 phase 3", text, m, 0, alpha=16)
         recorder.measure("words", "exact-shiftor-scan", "alpha=16 w=64 wildcard", text, m, 0, alpha=16, bits=64)
+    # Table 1's block-level scan kept (one barrier per tile and level) against warp segments.
+    for m, alpha in ((8, 16), (32, 32)):
+        block = recorder.measure("block", "exact-shiftor-scan", f"block level alpha={alpha}", text, m, 0,
+                                 alpha=alpha, block_scan=True)
+        warp = recorder.measure("block", "exact-shiftor-scan", f"warp segments alpha={alpha}", text, m, 0,
+                                alpha=alpha)
+        summary[f"exact_m{m}_alpha{alpha}_block_over_warp"] = block["value"] / warp["value"]
+    block = recorder.measure("block", "edit-wm-scan", "block level alpha=16", text, 16, 1, alpha=16, block_scan=True)
+    warp = recorder.measure("block", "edit-wm-scan", "warp segments alpha=16 (any k)", text, 16, 1, alpha=16,
+                            unrolled=False)
+    summary["k1_m16_alpha16_block_over_warp"] = block["value"] / warp["value"]
     for m, paper in ((33, PAPER["m64"]), (48, PAPER["m64"]), (64, PAPER["m64"])):
         recorder.measure("headline", "exact-shiftor-scan", "exact m>32", text, m, 0, paper)
     # k = 1, 2: the paper's figure is the top of Fig. 7b/c over m. The default alpha: 32 = w

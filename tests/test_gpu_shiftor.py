@@ -51,6 +51,12 @@ def test_exact_every_alpha_dna(m):
         for tiles_per_warp in (None, 1, 3):
             got = shiftor.exact_scan_cuda(text, batch, 0, lo, hi, alpha=alpha, bits=bits, tiles_per_warp=tiles_per_warp)
             assert hit_set(got) == expected, (alpha, bits, tiles_per_warp)
+    for alpha in shiftor.BLOCK_SCAN_ALPHAS:  # Table 1's block level
+        for bits in sorted({shiftor.word_bits(m), 64}):
+            for tiles_per_block in (None, 1, 2):
+                got = shiftor.exact_scan_cuda(text, batch, 0, lo, hi, alpha=alpha, bits=bits,
+                                              tiles_per_warp=tiles_per_block, block_scan=True)
+                assert hit_set(got) == expected, ("block", alpha, bits, tiles_per_block)
 
 
 @pytest.mark.parametrize("m,k", CASES)
@@ -69,6 +75,11 @@ def test_wm_scan_every_alpha_dna(m, k):
                     got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=alpha, bits=bits,
                                                tiles_per_warp=tiles_per_warp, unrolled=unrolled)
                     assert hit_set(got) == expected, (alpha, bits, tiles_per_warp, unrolled)
+    for bits in sorted({shiftor.word_bits(m), 64}):  # Table 1's block level, alpha = 16
+        for tiles_per_block in (None, 1, 2):
+            got = shiftor.wm_scan_cuda(text, batch, k, lo, hi, alpha=16, bits=bits, tiles_per_warp=tiles_per_block,
+                                       block_scan=True)
+            assert hit_set(got) == expected, ("block", bits, tiles_per_block)
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 14, 15, 16, 20, 31, 32])
@@ -90,6 +101,15 @@ def test_wm_scan_alpha_32(m):
                                                tiles_per_warp=tiles_per_warp)
                     assert hit_set(got) == expected, (k, bits, tiles_per_warp)
             assert hit_set(shiftor.wm_scan_cuda(text, batch, k, lo, hi)) == expected  # the default alpha
+
+
+def test_block_scan_refuses_alphas_it_is_not_built_for():
+    rng = np.random.default_rng(6)
+    text, batch = dna_case(rng, 8, 2_000)
+    with pytest.raises(ValueError, match="block-level scan"):
+        shiftor.exact_scan_cuda(text, batch, 0, 0, 2_000, alpha=8, block_scan=True)
+    with pytest.raises(ValueError, match="block-level scan"):
+        shiftor.wm_scan_cuda(text, batch, 1, 0, 2_000, alpha=32, block_scan=True)
 
 
 def test_wm_scan_alpha_32_refuses_what_it_cannot_do():
@@ -146,6 +166,8 @@ def test_long_text_many_tiles_per_warp():
         for name in ("edit-wm-scan", "edit-wm-segmented") + (("exact-shiftor-scan",) if k == 0 else ()):
             agree(find_ends(name, "cuda", text, batch, k, lo, hi), find_ends(name, "cpu", text, batch, k, lo, hi),
                   myers)
+        scan = shiftor.exact_scan_cuda if k == 0 else shiftor.wm_scan_cuda
+        agree(scan(text, batch, k, lo, hi, alpha=16, block_scan=True), myers)  # Table 1's block level
 
 
 def test_many_rows_and_an_unaligned_device_text():

@@ -15,10 +15,13 @@
 //            halo: at least w + k characters, after which every bit of every
 //            state is exact whatever the state it started from); the halo's
 //            hits are not reported. A tile is 32 lanes x alpha characters.
-//   block  : none. Table 1 puts a disjoint segmented scan over the warps of a
-//            block here (one __syncthreads per tile); on the H100 that barrier
-//            held the kernel at two thirds of the memory roof, so the warps of
-//            a block are independent and share only the mask table.
+//   block  : by default none. Table 1 puts a disjoint segmented scan over the
+//            warps of a block here (one __syncthreads per tile and level); on
+//            the H100 that barrier held the kernels at two thirds of the memory
+//            roof, so the warps of a block are independent and share only the
+//            mask table. The kernels ending in _block keep Table 1's block
+//            level (BLOCK_SCAN): the block's warps then share one segment,
+//            each tile being SCAN_WARPS x 32 lanes x alpha characters.
 //   warp   : inclusive scan with shuffles (Hillis-Steele); the shift amount of
 //            step s is the static alpha * 2^s, and steps stop once it reaches
 //            the word size w (Section 4.3: older characters shift out). Tile
@@ -32,6 +35,8 @@
 // its alpha end bits at bits m - 1 ... m + alpha - 2. Wu-Manber gets the same
 // extension for every level (see wm_scan): d(e) changes by at most 1 from one
 // end to the next, so the trailing wildcards report d at the earlier ends.
+// For k = 1-3 and m <= 32, edit-wm-scan runs alpha = w = 32 (wm_alpha_w): no
+// scan steps are left, and for m <= 15 two 16-bit scans share each word.
 //
 // Hits go through warp_reserve (row, end, distance), in no order.
 // Plain C types only: NVRTC (CuPy) compiles this file without standard headers.
@@ -218,12 +223,13 @@ struct WarpSegment {
     long long halo_tile, first_tile, end_tile;
 };
 
-template <int TILE>
+// GROUP warps share a segment: 1 (each warp its own) or the whole block (BLOCK_SCAN).
+template <int TILE, int GROUP = 1>
 __device__ __forceinline__ WarpSegment warp_segment(long long tile_lo, long long tile_hi, long long tiles_per_warp,
                                                     int halo_chars) {
     const long long warp_index = (long long)blockIdx.x * (blockDim.x / LANES) + threadIdx.x / LANES;
     WarpSegment segment;
-    segment.first_tile = tile_lo + warp_index * tiles_per_warp;
+    segment.first_tile = tile_lo + warp_index / GROUP * tiles_per_warp;
     segment.end_tile = min(segment.first_tile + tiles_per_warp, tile_hi);
     segment.halo_tile = max(0LL, segment.first_tile - (halo_chars + TILE - 1) / TILE);
     return segment;
@@ -232,20 +238,25 @@ __device__ __forceinline__ WarpSegment warp_segment(long long tile_lo, long long
 // Tiles whose text a thread keeps in flight in registers ahead of the one it
 // works on: the loads of tile t + DEPTH are issued before tile t is processed.
 template <int ALPHA> struct Prefetch { static constexpr int value = ALPHA >= 32 ? 2 : 4; };
-#ifndef WM_PREFETCH
-#define WM_PREFETCH 2  // Wu-Manber keeps alpha masks and states in registers besides
-#endif
+#define WM_PREFETCH 2  // Wu-Manber keeps alpha masks and states in registers besides (3 measured no faster)
 
-// Runs `tile(chars, t)` for the tiles [first_tile, end_tile) of this warp, each
-// with this lane's alpha characters of tile t (text[t * 32 * alpha + lane * alpha...]),
-// loaded DEPTH tiles earlier into a register ring (compile-time indices only: the
-// loop is unrolled DEPTH times so that the ring needs no register moves).
-template <int ALPHA, int DEPTH, typename TileFunction>
+// Runs `tile(chars, t)` for the tiles [first_tile, end_tile) of this warp's
+// segment, each with this thread's alpha characters of tile t (text[t * TILE +
+// thread_offset ...]), loaded DEPTH tiles earlier into a register ring
+// (compile-time indices only: the loop is unrolled DEPTH times so that the ring
+// needs no register moves). A tile is GROUP warps x 32 lanes x alpha characters.
+// This thread's first character within a tile (GROUP warps x 32 lanes x alpha).
+template <int ALPHA, int GROUP = 1>
+__device__ __forceinline__ long long thread_offset() {
+    return (long long)(threadIdx.x % (LANES * GROUP)) * ALPHA;
+}
+
+template <int ALPHA, int DEPTH, int GROUP = 1, typename TileFunction>
 __device__ __forceinline__ void for_each_tile(const unsigned char *text, long long n, long long first_tile,
                                               long long end_tile, TileFunction tile) {
     constexpr int NWORDS = (ALPHA + 3) / 4;
-    constexpr int TILE = LANES * ALPHA;
-    const long long lane_offset = (long long)(threadIdx.x & (LANES - 1)) * ALPHA;
+    constexpr int TILE = LANES * GROUP * ALPHA;
+    const long long lane_offset = thread_offset<ALPHA, GROUP>();
     unsigned int ring[DEPTH][NWORDS];
 #pragma unroll
     for (int s = 0; s < DEPTH; ++s) {
@@ -265,6 +276,22 @@ __device__ __forceinline__ void for_each_tile(const unsigned char *text, long lo
     }
 }
 
+// Table 1's block level (BLOCK_SCAN), after the warps have put their aggregates
+// (lane 31's scan, covering 32 x alpha characters) in shared memory and synchronised:
+// the exact state before this warp's part of the tile (returned) and after the
+// whole tile (after_tile), from the state before the tile. combine(v, j) applies
+// warp j's aggregate to the state v.
+template <typename Word, typename Combine>
+__device__ __forceinline__ Word block_prefix(Word tile_carry, int warp, Word &after_tile, Combine combine) {
+    Word state = tile_carry, prefix = tile_carry;
+    for (int j = 0; j < SCAN_WARPS; ++j) {
+        if (j == warp) prefix = state;
+        state = combine(state, j);
+    }
+    after_tile = state;
+    return prefix;
+}
+
 #define SCAN_ARGS                                                                                      \
     const unsigned char *text, long long n, const word64 *tables, const int *lengths, int row_offset,  \
         int k, long long owned_lo, long long owned_hi, long long tile_lo, long long tile_hi,           \
@@ -277,25 +304,27 @@ __device__ __forceinline__ void for_each_tile(const unsigned char *text, long lo
 // exact-shiftor-scan: Algorithm 1 in the tribrid scheme (Algorithm 3 + Fig. 4)
 // ---------------------------------------------------------------------------
 
-template <typename Word, int ALPHA, bool WILDCARD>
+template <typename Word, int ALPHA, bool WILDCARD, bool BLOCK_SCAN = false>
 __device__ __forceinline__ void exact_scan(SCAN_ARGS) {
     constexpr int W = Bits<Word>::value;
-    constexpr int TILE = LANES * ALPHA;
+    constexpr int GROUP = BLOCK_SCAN ? SCAN_WARPS : 1;  // warps sharing a segment
+    constexpr int TILE = LANES * GROUP * ALPHA;
     constexpr int NWORDS = (ALPHA + 3) / 4;
+    __shared__ Word warp_aggregate[BLOCK_SCAN ? 2 : 1][SCAN_WARPS];  // BLOCK_SCAN: by tile parity
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
     fill_table<Word>(tables, row);
-    __syncthreads();  // the block's only barrier
-    const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, W);
-    if (segment.first_tile >= segment.end_tile) return;  // the whole warp leaves together
-    const int lane = threadIdx.x & (LANES - 1);
+    __syncthreads();  // without BLOCK_SCAN, the block's only barrier
+    const WarpSegment segment = warp_segment<TILE, GROUP>(tile_lo, tile_hi, tiles_per_warp, W);
+    if (segment.first_tile >= segment.end_tile) return;  // the whole warp (block) leaves together
+    const int lane = threadIdx.x & (LANES - 1), warp = threadIdx.x / LANES;
     const unsigned int column = lane_column<Word>();
     const long long report_lo = max(owned_lo, segment.first_tile * TILE);
     Word carry = ~(Word)0;  // exact state before the tile: R_0 = 1^m (Eq. (1)) at the halo's start
 
-    for_each_tile<ALPHA, Prefetch<ALPHA>::value>(
+    for_each_tile<ALPHA, Prefetch<ALPHA>::value, GROUP>(
         text, n, segment.halo_tile, segment.end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
-        const long long first = t * TILE + (long long)lane * ALPHA;  // this lane's first character
+        const long long first = t * TILE + thread_offset<ALPHA, GROUP>();  // this lane's first character
 
         // Phase 1 (thread): sequential Shift-Or over alpha characters from the
         // identity <0, 0^w>: the local inclusive scans under dagger (Definition 1).
@@ -316,12 +345,22 @@ __device__ __forceinline__ void exact_scan(SCAN_ARGS) {
                 if (lane >= (1 << s)) x |= left << (ALPHA << s);
             }
         }
-        // The state before the tile (lane 31's, one tile earlier) completes every lane's scan.
+        // The state before this warp's part of the tile completes every lane's scan:
+        // lane 31's one tile earlier, or with BLOCK_SCAN the block level's prefix.
+        Word prefix = carry;
+        if constexpr (BLOCK_SCAN) {
+            const int parity = (int)(t & 1);
+            if (lane == LANES - 1) warp_aggregate[parity][warp] = x;
+            __syncthreads();
+            prefix = block_prefix<Word>(carry, warp, carry, [&](Word v, int j) {
+                return shl<Word>(v, LANES * ALPHA) | warp_aggregate[parity][j];  // dagger, Definition 1
+            });
+        }
         const int covered = (lane + 1) * ALPHA;  // characters this lane's scan already holds
-        if (covered < W) x |= carry << covered;
+        if (covered < W) x |= prefix << covered;
         Word before = __shfl_up_sync(FULL_MASK, x, 1);  // exact state before this lane
-        if (lane == 0) before = carry;
-        carry = __shfl_sync(FULL_MASK, x, LANES - 1);
+        if (lane == 0) before = prefix;
+        if constexpr (!BLOCK_SCAN) carry = __shfl_sync(FULL_MASK, x, LANES - 1);
         if (t < segment.first_tile) return;  // the halo: states only
 
         unsigned int positions = 0;  // bit j: the pattern ends at position first + j
@@ -349,15 +388,17 @@ __device__ __forceinline__ void exact_scan(SCAN_ARGS) {
 // alpha = 16 and 32 keep their states in registers.
 #define MIN_BLOCKS_32 3
 #define MIN_BLOCKS_64 2
-#define EXACT_KERNEL(BITS, ALPHA)                                                                           \
-    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                                     \
-        exact_w##BITS##_a##ALPHA##_wildcard(SCAN_ARGS) {                                                    \
-        exact_scan<word##BITS, ALPHA, true>(SCAN_CALL);                                                   \
+#define EXACT_KERNEL_SCHEME(BITS, ALPHA, BLOCK_SCAN, SUFFIX)                                               \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                     \
+        exact_w##BITS##_a##ALPHA##_wildcard##SUFFIX(SCAN_ARGS) {                                            \
+        exact_scan<word##BITS, ALPHA, true, BLOCK_SCAN>(SCAN_CALL);                                       \
     }                                                                                                   \
-    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                                     \
-        exact_w##BITS##_a##ALPHA##_phase3(SCAN_ARGS) {                                                      \
-        exact_scan<word##BITS, ALPHA, false>(SCAN_CALL);                                                  \
+    extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                     \
+        exact_w##BITS##_a##ALPHA##_phase3##SUFFIX(SCAN_ARGS) {                                              \
+        exact_scan<word##BITS, ALPHA, false, BLOCK_SCAN>(SCAN_CALL);                                      \
     }
+#define EXACT_KERNEL(BITS, ALPHA) EXACT_KERNEL_SCHEME(BITS, ALPHA, false, )
+#define EXACT_KERNEL_BLOCK(BITS, ALPHA) EXACT_KERNEL_SCHEME(BITS, ALPHA, true, _block)
 
 EXACT_KERNEL(32, 1)
 EXACT_KERNEL(32, 2)
@@ -371,6 +412,11 @@ EXACT_KERNEL(64, 4)
 EXACT_KERNEL(64, 8)
 EXACT_KERNEL(64, 16)
 EXACT_KERNEL(64, 32)
+// Table 1's block level kept, for alpha = 16 and 32 (BLOCK_SCAN_ALPHAS in shiftor.py)
+EXACT_KERNEL_BLOCK(32, 16)
+EXACT_KERNEL_BLOCK(32, 32)
+EXACT_KERNEL_BLOCK(64, 16)
+EXACT_KERNEL_BLOCK(64, 32)
 
 // ---------------------------------------------------------------------------
 // edit-wm-scan: Algorithm 2 in the tribrid scheme
@@ -414,6 +460,7 @@ template <typename Word, int K> struct LevelCarries {
     __device__ __forceinline__ void store(int d, Word inclusive) {
         value[d] = __shfl_sync(FULL_MASK, inclusive, LANES - 1);
     }
+    __device__ __forceinline__ void set(int d, Word state) { value[d] = state; }  // every lane's own
 };
 
 template <typename Word> struct LevelCarries<Word, 0> {
@@ -428,31 +475,39 @@ template <typename Word> struct LevelCarries<Word, 0> {
         if ((threadIdx.x & (LANES - 1)) == LANES - 1) value[d] = inclusive;
         __syncwarp();
     }
+    __device__ __forceinline__ void set(int d, Word state) {  // the same state in every lane
+        __syncwarp();
+        if ((threadIdx.x & (LANES - 1)) == 0) value[d] = state;
+        __syncwarp();
+    }
 };
 
-template <typename Word, int ALPHA, bool WILDCARD, int K>
+template <typename Word, int ALPHA, bool WILDCARD, int K, bool BLOCK_SCAN = false>
 __device__ __forceinline__ void wm_scan(SCAN_ARGS) {
     constexpr int W = Bits<Word>::value;
-    constexpr int TILE = LANES * ALPHA;
+    constexpr int GROUP = BLOCK_SCAN ? SCAN_WARPS : 1;  // warps sharing a segment
+    constexpr int TILE = LANES * GROUP * ALPHA;
     constexpr int NWORDS = (ALPHA + 3) / 4;
     __shared__ Word level_carry[K > 0 ? 1 : SCAN_WARPS][K > 0 ? 1 : WM_K_MAX + 1];  // K = 0 only
+    __shared__ Word aggregate_x[BLOCK_SCAN ? 2 : 1][SCAN_WARPS], aggregate_y[BLOCK_SCAN ? 2 : 1][SCAN_WARPS];
 
     if (K > 0) k = K;  // the launcher picks the kernel compiled for this k
     const int row = blockIdx.y + row_offset;
     const int m = lengths[row];
     fill_table<Word>(tables, row);
     __syncthreads();  // the block's only barrier
-    const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, W + k);
+    const WarpSegment segment = warp_segment<TILE, GROUP>(tile_lo, tile_hi, tiles_per_warp, W + k);
     if (segment.first_tile >= segment.end_tile) return;
     const int lane = threadIdx.x & (LANES - 1), warp = threadIdx.x / LANES;
     const unsigned int column = lane_column<Word>();
     const long long report_lo = max(owned_lo, segment.first_tile * TILE);
     const Word last_bit = (Word)1 << (m - 1);
     LevelCarries<Word, K> carry(level_carry[K > 0 ? 0 : warp], k);
+    int round = 0;  // BLOCK_SCAN: block-level scans done, for the aggregates' double buffer
 
-    for_each_tile<ALPHA, WM_PREFETCH>(
+    for_each_tile<ALPHA, WM_PREFETCH, GROUP>(
         text, n, segment.halo_tile, segment.end_tile, [&](const unsigned int (&chars)[NWORDS], long long t) {
-        const long long first = t * TILE + (long long)lane * ALPHA;
+        const long long first = t * TILE + thread_offset<ALPHA, GROUP>();
         const bool halo = t < segment.first_tile;  // states only, no hits
         Word mask[ALPHA], state[ALPHA];  // the masks M_j; the exact states of the level below
 #pragma unroll
@@ -501,15 +556,28 @@ __device__ __forceinline__ void wm_scan(SCAN_ARGS) {
                     }
                 }
             }
-            // The state before the tile completes the scan: the exact state at
-            // this lane's last character, and before its first.
-            const Word tile_carry = carry.load(d);
+            // The state before this warp's part of the tile completes the scan: the
+            // exact state at this lane's last character, and before its first.
+            Word prefix = carry.load(d);
+            if constexpr (BLOCK_SCAN) {
+                const int buffer = round++ & 1;
+                if (lane == LANES - 1) {
+                    aggregate_x[buffer][warp] = x;
+                    aggregate_y[buffer][warp] = y;
+                }
+                __syncthreads();
+                Word after_tile;
+                prefix = block_prefix<Word>(prefix, warp, after_tile, [&](Word v, int j) {
+                    return d == 0 ? shl<Word>(v, LANES * ALPHA) | aggregate_x[buffer][j]
+                                  : apply_pair<Word>(v, LANES * ALPHA, aggregate_x[buffer][j], aggregate_y[buffer][j]);
+                });
+                carry.set(d, after_tile);
+            }
             const int covered = (lane + 1) * ALPHA;
-            const Word inclusive = d == 0 ? (x | shl<Word>(tile_carry, covered))
-                                          : apply_pair<Word>(tile_carry, covered, x, y);
+            const Word inclusive = d == 0 ? (x | shl<Word>(prefix, covered)) : apply_pair<Word>(prefix, covered, x, y);
             Word before = __shfl_up_sync(FULL_MASK, inclusive, 1);
-            if (lane == 0) before = tile_carry;
-            carry.store(d, inclusive);
+            if (lane == 0) before = prefix;
+            if constexpr (!BLOCK_SCAN) carry.store(d, inclusive);
 
             // Phase 3: re-run level d from the exact state before this thread (Eq. (2)):
             // the next level's N_j, and without the wildcard this level's ends.
@@ -548,12 +616,15 @@ __device__ __forceinline__ void wm_scan(SCAN_ARGS) {
     });
 }
 
-// wm_scan_w{BITS}_a{ALPHA}_{wildcard,phase3}: any k; ..._k{K}: compiled for k = K.
-#define WM_KERNEL_K(BITS, ALPHA, ENDS, WILDCARD, K, SUFFIX)                                                 \
+// wm_scan_w{BITS}_a{ALPHA}_{wildcard,phase3}: any k; ..._k{K}: compiled for k = K;
+// ..._block: any k, with Table 1's block level.
+#define WM_KERNEL_SCHEME(BITS, ALPHA, ENDS, WILDCARD, K, BLOCK_SCAN, SUFFIX)                               \
     extern "C" __global__ void __launch_bounds__(LANES * SCAN_WARPS, MIN_BLOCKS_##BITS)                     \
         wm_scan_w##BITS##_a##ALPHA##_##ENDS##SUFFIX(SCAN_ARGS) {                                            \
-        wm_scan<word##BITS, ALPHA, WILDCARD, K>(SCAN_CALL);                                               \
+        wm_scan<word##BITS, ALPHA, WILDCARD, K, BLOCK_SCAN>(SCAN_CALL);                                   \
     }
+#define WM_KERNEL_K(BITS, ALPHA, ENDS, WILDCARD, K, SUFFIX) \
+    WM_KERNEL_SCHEME(BITS, ALPHA, ENDS, WILDCARD, K, false, SUFFIX)
 #define WM_KERNEL(BITS, ALPHA)                                    \
     WM_KERNEL_K(BITS, ALPHA, wildcard, true, 0, )                 \
     WM_KERNEL_K(BITS, ALPHA, phase3, false, 0, )
@@ -584,6 +655,11 @@ WM_KERNEL_FIXED(64, 8, 3)
 WM_KERNEL_FIXED(64, 16, 1)
 WM_KERNEL_FIXED(64, 16, 2)
 WM_KERNEL_FIXED(64, 16, 3)
+// Table 1's block level kept, alpha = 16, any k
+WM_KERNEL_SCHEME(32, 16, wildcard, true, 0, true, _block)
+WM_KERNEL_SCHEME(32, 16, phase3, false, 0, true, _block)
+WM_KERNEL_SCHEME(64, 16, wildcard, true, 0, true, _block)
+WM_KERNEL_SCHEME(64, 16, phase3, false, 0, true, _block)
 
 // ---------------------------------------------------------------------------
 // edit-wm-scan with alpha = w: 32 characters per lane, one 32-bit scan (m <= 32)

@@ -9,18 +9,18 @@ and takes the paper's tuning knobs as keywords (the benchmark sweeps them):
 ==================  =======================  =========================  ==========================
 algorithm           CPU (Numba, CI-tested)   CUDA (shiftor.cu)          knobs
 ==================  =======================  =========================  ==========================
-exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), bits
-edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16; 32), bits, unrolled
+exact-shiftor-scan  :func:`exact_scan_cpu`   :func:`exact_scan_cuda`    alpha (1..32), bits, block_scan
+edit-wm-scan        :func:`wm_scan_cpu`      :func:`wm_scan_cuda`       alpha (1..16; 32), bits, unrolled, block_scan
 edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1 = GBPR; 4..16 tiled), segment
 ==================  =======================  =========================  ==========================
 
 * exact-shiftor-scan: exact matching (k = 0), the same hits for Hamming and
   edit distance. Algorithm 1 in the tribrid scheme: overlapping segments per
-  GPU warp (the paper's block-level scan is dropped on the GPU: see
-  shiftor.cu), a scan within each warp (shuffles), alpha characters per thread
-  by sequential Shift-Or, and the wildcard extension that skips the last
-  addition when m <= w - alpha + 1. w = 32 for m <= 32, else 64; patterns up
-  to 64 characters. On the GPU alpha is 32 or 16 (:func:`default_alpha`).
+  GPU warp (the paper's block-level scan only with ``block_scan=True``: it
+  costs a barrier per tile, see shiftor.cu), a scan within each warp
+  (shuffles), alpha characters per thread by sequential Shift-Or, and the
+  wildcard extension that skips the last addition when m <= w - alpha + 1.
+  w = 32 for m <= 32, else 64; patterns up to 64 characters. On the GPU alpha is 32 or 16 (:func:`default_alpha`).
 * edit-wm-scan: Wu-Manber's k differences (Algorithm 2), each level an
   inclusive scan under double-dagger in the same tribrid scheme; any k < m.
   The wildcard extension applies to every level too (m <= w - alpha + 1);
@@ -72,6 +72,7 @@ def word_bits(m: int, alpha: int = DEFAULT_ALPHA) -> int:
 
 WM_FIXED_K = (1, 2, 3)     # edit-wm-scan kernels compiled for one k (shiftor.cu, WM_KERNEL_FIXED)
 WM_FIXED_ALPHAS = (8, 16)
+BLOCK_SCAN_ALPHAS = (16, 32)  # exact-shiftor-scan kernels with Table 1's block level (shiftor.cu, _block)
 
 
 WHOLE_ALPHA = 32           # edit-wm-scan with alpha = w (shiftor.cu, wm_alpha_w): k = 1..3
@@ -250,17 +251,18 @@ def _resident_blocks(kernel, threads: int, dynamic_smem: int) -> int:
     return sms * max(1, per_sm)
 
 
-def _warp_grid(kernel, tiles: int, rows: int) -> int:
-    """Tiles per warp: every row gets a whole number of blocks and all rows' blocks
-    fill whole waves of resident blocks (a block's warps share its row's table, so a
-    row's warps come in blocks of SCAN_WARPS); a warp takes at least 1,024 tiles when
-    the text is long enough (its halo, one or a few tiles, and its block's table fill
-    are then a small fraction of its work: Section 4.4). Every tile costs the same,
-    so one wave balances."""
+def _segment_grid(kernel, tiles: int, rows: int, group: int = 1) -> int:
+    """Tiles per segment (a segment: one warp's, or with the block-level scan one
+    block's, ``group`` warps sharing each tile): every row gets a whole number of
+    blocks and all rows' blocks fill whole waves of resident blocks (a block's warps
+    share its row's table); a warp takes at least 1,024 of its tiles' parts when the
+    text is long enough (its halo, one or a few tiles, and its block's table fill are
+    then a small fraction of its work: Section 4.4). Every tile costs the same, so
+    one wave balances."""
     resident_blocks = _resident_blocks(kernel, 32 * SCAN_WARPS, TABLE_BYTES)
-    waves = max(1, (tiles * rows) // (resident_blocks * SCAN_WARPS * 1024))
+    waves = max(1, (tiles * group * rows) // (resident_blocks * SCAN_WARPS * 1024))
     blocks_per_row = max(1, (resident_blocks * waves) // rows)
-    return max(1, -(-tiles // (blocks_per_row * SCAN_WARPS)))
+    return max(1, -(-tiles // (blocks_per_row * SCAN_WARPS // group)))
 
 
 def _run_compacted(launch, capacity: int):
@@ -305,17 +307,25 @@ def kernel_launches(algorithm: str, text, batch, k: int, owned_lo, owned_hi, **k
 
 def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int | None = None,
                    bits: int | None = None, tiles_per_warp: int | None = None,
-                   unrolled: bool = True) -> list[Launch]:
+                   unrolled: bool = True, block_scan: bool = False) -> list[Launch]:
     """exact-shiftor-scan (kind "exact") or edit-wm-scan (kind "wm"): one launch per kernel
     variant (word size, alpha; wildcard or phase 3), rows in grid.y. ``alpha`` None:
     :func:`default_alpha` per row. ``tiles_per_warp`` fixes each warp's segment (tests);
     by default a whole number of waves of resident warps shares the tiles. ``unrolled``:
-    edit-wm-scan uses the kernel compiled for this k where there is one (WM_FIXED_K)."""
+    edit-wm-scan uses the kernel compiled for this k where there is one (WM_FIXED_K).
+    ``block_scan``: keep Table 1's block-level scan (a block's warps share one segment;
+    alpha 16 or 32 for exact matching, 16 for Wu-Manber); ``tiles_per_warp`` then
+    counts a block's tiles."""
     import cupy
 
     from .cuda import load_module
 
     name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
+    if block_scan:
+        allowed = BLOCK_SCAN_ALPHAS if kind == "exact" else (DEFAULT_ALPHA,)
+        alpha = alpha or DEFAULT_ALPHA
+        if alpha not in allowed:
+            raise ValueError(f"{name}: the block-level scan is built for alpha in {allowed}, not {alpha}")
     if alpha is not None:
         _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS + (WHOLE_ALPHA,), name)
     lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
@@ -332,7 +342,9 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
         w = bits or word_bits(m, row_alpha)
         ends = "wildcard" if uses_wildcard(m, row_alpha, w) else "phase3"
         if kind == "exact":
-            variant = f"exact_w{w}_a{row_alpha}_{ends}"
+            variant = f"exact_w{w}_a{row_alpha}_{ends}" + ("_block" if block_scan else "")
+        elif block_scan:
+            variant = f"wm_scan_w{w}_a{row_alpha}_{ends}_block"
         elif row_alpha == WHOLE_ALPHA:
             words = whole_alpha_variant(m, k, bits)
             if words is None:
@@ -346,14 +358,15 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
     launches = []
     for (variant, row_alpha), group in groups.items():
         group_rows = np.array(group, dtype=np.int64)
-        tile = 32 * row_alpha  # tiles are numbered from text position 0 (shiftor.cu, warp_segment)
+        group = SCAN_WARPS if block_scan else 1  # warps sharing a segment and its tiles
+        tile = 32 * group * row_alpha  # tiles are numbered from text position 0 (shiftor.cu, warp_segment)
         tile_lo, tile_hi = lo // tile, -(-hi // tile)
         kernel = module.get_function(variant)
         kernel.max_dynamic_shared_size_bytes = TABLE_BYTES
         tables_device = cupy.asarray(tables[group_rows])
         lengths_device = cupy.asarray(lengths[group_rows])
-        warp_tiles = tiles_per_warp or _warp_grid(kernel, tile_hi - tile_lo, group_rows.size)
-        blocks = -(-(-(-(tile_hi - tile_lo) // warp_tiles)) // SCAN_WARPS)
+        warp_tiles = tiles_per_warp or _segment_grid(kernel, tile_hi - tile_lo, group_rows.size, group)
+        blocks = -(-(-(-(tile_hi - tile_lo) // warp_tiles)) * group // SCAN_WARPS)
 
         def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
                 tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, warp_tiles=warp_tiles,
@@ -422,19 +435,22 @@ def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, 
 
 
 def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
-                    bits: int | None = None, tiles_per_warp: int | None = None) -> EndHits:
-    """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}``)."""
+                    bits: int | None = None, tiles_per_warp: int | None = None,
+                    block_scan: bool = False) -> EndHits:
+    """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}[_block]``)."""
     device_text = _device_text(text)
-    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp)
+    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
+                              block_scan=block_scan)
     return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
 
 
 def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
-                 bits: int | None = None, tiles_per_warp: int | None = None, unrolled: bool = True) -> EndHits:
-    """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}_{wildcard,phase3}[_k{k}]``)."""
+                 bits: int | None = None, tiles_per_warp: int | None = None, unrolled: bool = True,
+                 block_scan: bool = False) -> EndHits:
+    """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}_{wildcard,phase3}[_k{k}|_block]``)."""
     device_text = _device_text(text)
     launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
-                              unrolled)
+                              unrolled, block_scan)
     return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
 
 
