@@ -41,13 +41,16 @@ def fail_once(marker: str) -> None:
     kernels.find_ends = flaky
 
 
-def fail_past(text_length_limit: int, log: str) -> None:
-    """Kernel calls on windows longer than the limit always fail (a job that cannot finish)."""
+def fail_past(text_length_limit: int, log: str, delay: float = 0.0) -> None:
+    """Kernel calls on windows longer than the limit always fail (a job that cannot finish),
+    ``delay`` seconds after they start: the client then has the quick tasks' results
+    (and saves them) before the first failure ends the job."""
 
     def broken(algorithm, backend, text, *args, **kwargs):
         with open(log, "a") as handle:
             handle.write(f"{len(text)}\n")
         if len(text) > text_length_limit:
+            time.sleep(delay)
             raise RuntimeError("planted fault: this task always fails")
         return _REAL_FIND_ENDS(algorithm, backend, text, *args, **kwargs)
 

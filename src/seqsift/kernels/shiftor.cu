@@ -17,11 +17,11 @@
 //            hits are not reported. A tile is 32 lanes x alpha characters.
 //   block  : by default none. Table 1 puts a disjoint segmented scan over the
 //            warps of a block here (one __syncthreads per tile and level); on
-//            the H100 that barrier held the kernels at two thirds of the memory
-//            roof, so the warps of a block are independent and share only the
-//            mask table. The kernels ending in _block keep Table 1's block
-//            level (BLOCK_SCAN): the block's warps then share one segment,
-//            each tile being SCAN_WARPS x 32 lanes x alpha characters.
+//            the H100 that barrier costs 9-16% (benchmarks/README.md), so the
+//            warps of a block are independent and share only the mask table.
+//            The kernels ending in _block keep Table 1's block level
+//            (BLOCK_SCAN): the block's warps then share one segment, each tile
+//            being SCAN_WARPS x 32 lanes x alpha characters.
 //   warp   : inclusive scan with shuffles (Hillis-Steele); the shift amount of
 //            step s is the static alpha * 2^s, and steps stop once it reaches
 //            the word size w (Section 4.3: older characters shift out). Tile
