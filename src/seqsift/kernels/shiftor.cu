@@ -814,7 +814,7 @@ __device__ __forceinline__ void wm_alpha_w(SCAN_ARGS) {
     const WarpSegment segment = warp_segment<TILE>(tile_lo, tile_hi, tiles_per_warp, STEPS + K);
     if (segment.first_tile >= segment.end_tile) return;
     const int lane = threadIdx.x & (LANES - 1);
-    const unsigned int column = lane * 4u;
+    const unsigned int column = lane_column<word32>();
     const long long report_lo = max(owned_lo, segment.first_tile * TILE);
     const word32 end_bits = Split::end_bits(m);  // bit m - 1 of each scan
     word32 carry[K + 1];  // exact states before the tile (lane 31's last scan), per level

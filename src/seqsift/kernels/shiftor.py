@@ -149,12 +149,11 @@ def _clip(text_size: int, owned_lo: int, owned_hi: int) -> tuple[int, int]:
 # CPU paths (Numba; the GPU kernels' formulation, shiftor_cpu.py)
 # ---------------------------------------------------------------------------
 
-def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = CPU_BLOCK_WARPS,
-                   bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
-    """exact-shiftor-scan on the CPU: the tribrid scheme of shiftor.cu, emulated
-    (``warps`` > 1 adds the paper's block-level scan over that many warps)."""
-    _check_alpha(alpha, EXACT_ALPHAS, "exact-shiftor-scan")
-    lengths, tables, rows, empty = _prepare(batch, k, 0, "exact-shiftor-scan (exact matching)")
+def _tribrid_cpu(tasks, level_args: tuple, name: str, max_k: int, text, batch, k, owned_lo, owned_hi,
+                 alpha: int, warps: int, bits: int | None, tiles_per_task: int | None) -> EndHits:
+    """A scan's CPU path: the rows' tiles split into tasks, run by the Numba ``tasks``
+    kernel of shiftor_cpu (``level_args``: Wu-Manber's k, nothing for exact matching)."""
+    lengths, tables, rows, empty = _prepare(batch, k, max_k, name)
     text = np.ascontiguousarray(text, dtype=np.uint8)
     lo, hi = _clip(text.size, owned_lo, owned_hi)
     if hi <= lo:
@@ -162,10 +161,19 @@ def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_A
     row_bits = np.array([bits or word_bits(int(m), alpha) for m in lengths], dtype=np.int64)
     base = lo - lo % 16
     task_rows, task_lo, task_hi = _tile_tasks(rows, base, hi, 32 * warps * alpha, tiles_per_task)
-    hits = run_buffered_tasks(_cpu.tribrid_exact_tasks, len(task_rows),
-                              (text, tables, lengths, row_bits, task_rows, task_lo, task_hi,
+    hits = run_buffered_tasks(tasks, len(task_rows),
+                              (text, tables, lengths, row_bits, *level_args, task_rows, task_lo, task_hi,
                                np.int64(lo), np.int64(hi), np.int64(alpha), np.int64(warps)))
     return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+
+
+def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = CPU_BLOCK_WARPS,
+                   bits: int | None = None, tiles_per_task: int | None = None) -> EndHits:
+    """exact-shiftor-scan on the CPU: the tribrid scheme of shiftor.cu, emulated
+    (``warps`` > 1 adds the paper's block-level scan over that many warps)."""
+    _check_alpha(alpha, EXACT_ALPHAS, "exact-shiftor-scan")
+    return _tribrid_cpu(_cpu.tribrid_exact_tasks, (), "exact-shiftor-scan (exact matching)", 0, text, batch, k,
+                        owned_lo, owned_hi, alpha, warps, bits, tiles_per_task)
 
 
 def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = CPU_BLOCK_WARPS,
@@ -174,18 +182,8 @@ def wm_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPH
     (``warps`` > 1 adds the paper's block-level scan over that many warps). alpha = 32
     runs the plain scan with 32 characters per lane."""
     _check_alpha(alpha, WM_ALPHAS + (WHOLE_ALPHA,), "edit-wm-scan")
-    lengths, tables, rows, empty = _prepare(batch, k, WM_K_MAX, "edit-wm-scan")
-    text = np.ascontiguousarray(text, dtype=np.uint8)
-    lo, hi = _clip(text.size, owned_lo, owned_hi)
-    if hi <= lo:
-        return EndHits.empty()
-    row_bits = np.array([bits or word_bits(int(m), alpha) for m in lengths], dtype=np.int64)
-    base = lo - lo % 16
-    task_rows, task_lo, task_hi = _tile_tasks(rows, base, hi, 32 * warps * alpha, tiles_per_task)
-    hits = run_buffered_tasks(_cpu.tribrid_wm_tasks, len(task_rows),
-                              (text, tables, lengths, row_bits, np.int64(k), task_rows, task_lo, task_hi,
-                               np.int64(lo), np.int64(hi), np.int64(alpha), np.int64(warps)))
-    return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+    return _tribrid_cpu(_cpu.tribrid_wm_tasks, (np.int64(k),), "edit-wm-scan", WM_K_MAX, text, batch, k,
+                        owned_lo, owned_hi, alpha, warps, bits, tiles_per_task)
 
 
 def segmented_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment: int | None = None) -> EndHits:
