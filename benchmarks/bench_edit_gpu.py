@@ -17,15 +17,14 @@ import argparse
 import datetime
 import json
 import os
-import statistics
-import subprocess
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from seqsift.kernels import find_ends
+from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this script
+from seqsift.bench import source_commit
 from seqsift.patterns import PatternSet
 
 INT_ROOF = 16.7e12  # H100 int32 ops/s (DESIGN.md)
@@ -39,18 +38,7 @@ def patterns_of(rng, m: int, count: int) -> PatternSet:
 
 
 def gpu_seconds(text, batch, repeats: int) -> float:
-    import cupy
-
-    find_ends("edit-myers", "cuda", text, batch, K, 0, int(text.size))  # compile and warm up
-    times = []
-    for _ in range(repeats):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        find_ends("edit-myers", "cuda", text, batch, K, 0, int(text.size))
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
+    return call_seconds("edit-myers", text, batch, K, repeats)
 
 
 def _edlib_one(args):
@@ -104,8 +92,7 @@ def main() -> None:
                             note="extrapolated from 2 Mbp x 4 patterns per core"))
         print(f"m={m}: edit-myers {seconds:.3f} s = {cups / 1e12:.2f} TCUPS; edlib on {cores} cores "
               f"{m / edlib_rate / 1e9:.2f} GCUPS; GPU/edlib per pattern {edlib_rate / gpu_rate:.0f}x")
-    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "records": records}
     args.out.mkdir(parents=True, exist_ok=True)

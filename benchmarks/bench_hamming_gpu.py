@@ -29,16 +29,15 @@ import datetime
 import gzip
 import json
 import os
-import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
+from seqsift.bench import source_commit
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
-from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this script
+from gpu_timing import call_seconds, event_seconds  # benchmarks/gpu_timing.py, beside this script
 from seqsift.patterns import PatternSet
 
 HBM_ROOF = 3.03e12
@@ -89,15 +88,7 @@ def direct_kernel_seconds(text, batch, k, repeats):
             np.int64(tiles), np.int32(per_warp), count, np.uint64(1 << 20), out_row, out_end, out_dist)
     warps = -(-tiles // per_warp)
     grid = (-(-warps * 32 // hamming_cuda.DIRECT_THREADS),)
-    times = []
-    for _ in range(repeats + 1):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        kernel(grid, (hamming_cuda.DIRECT_THREADS,), args)
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times[1:]), per_warp
+    return event_seconds(lambda: kernel(grid, (hamming_cuda.DIRECT_THREADS,), args), repeats), per_warp
 
 
 def direct_instructions_per_char(batch, k, sass, sample=4_000_000):
@@ -198,8 +189,7 @@ def main() -> None:
             records.append(record)
             print(line)
 
-    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "records": records}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -36,16 +36,16 @@ import argparse
 import datetime
 import json
 import math
-import os
 import re
 import shutil
-import statistics
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from gpu_timing import event_seconds  # benchmarks/gpu_timing.py, beside this script
+from seqsift.bench import source_commit
 from seqsift.kernels import find_ends, nfa_cpu
 from seqsift.kernels.nfa import nfa_cuda, words_per_thread
 from seqsift.patterns import PatternSet
@@ -137,21 +137,6 @@ def paper_estimate_s(k: int) -> float:
     return PAPER_K15_S * paper_words(k) / paper_words(15)
 
 
-def timed(run, repeats: int) -> float:
-    import cupy
-
-    run()  # compile and warm up
-    times = []
-    for _ in range(repeats):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
-
-
 def main() -> None:
     import cupy
 
@@ -179,10 +164,10 @@ def main() -> None:
         for wpt in (1, 2, 4):
             if words / wpt > 1024:
                 continue
-            per_wpt[wpt] = timed(lambda: nfa_cuda(text, batch, k, 0, n, wpt=wpt),
+            per_wpt[wpt] = event_seconds(lambda: nfa_cuda(text, batch, k, 0, n, wpt=wpt),
                                  args.repeats if wpt == chosen else 3)
         seconds = per_wpt[chosen]
-        myers = timed(lambda: find_ends("edit-myers", "cuda", text, batch, k, 0, n), 3)
+        myers = event_seconds(lambda: find_ends("edit-myers", "cuda", text, batch, k, 0, n), 3)
         estimate = paper_estimate_s(k)
         paper = PAPER_K15_S if k == 15 else None
         for wpt, t in per_wpt.items():
@@ -215,8 +200,7 @@ def main() -> None:
 
 
 def write_results(out: Path, device: str, sass_source: str, records: list) -> None:
-    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "sass_counts_from": sass_source,
               "paper": {"time_k15_s": PAPER_K15_S, "cpu_time_k15_s": PAPER_CPU_K15_S,

@@ -28,12 +28,12 @@ import datetime
 import gzip
 import json
 import os
-import statistics
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
+from gpu_timing import event_seconds  # benchmarks/gpu_timing.py, beside this script
+from seqsift.bench import source_commit
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends, rowdp
 from seqsift.patterns import PatternSet
@@ -73,8 +73,6 @@ def ecoli() -> np.ndarray | None:
 
 def seconds_and_hits(algorithm: str, text, batch, k: int, repeats: int, **options):
     """(median seconds of the whole call, of its kernels alone (None for edit-myers), hits)."""
-    import cupy
-
     from seqsift.kernels.cuda import compact_hits_buffers
 
     def call():
@@ -83,28 +81,17 @@ def seconds_and_hits(algorithm: str, text, batch, k: int, repeats: int, **option
             return launcher(text, batch, k, 0, int(text.size), **options)
         return find_ends(algorithm, "cuda", text, batch, k, 0, int(text.size))
 
-    def timed(function, before=lambda: None):
-        times = []
-        for _ in range(repeats):
-            before()
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            function()
-            stop.record()
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-        return statistics.median(times)
-
     hits = call()  # compile and warm up
-    whole = timed(call)
+    whole = event_seconds(call, repeats, warm_up=False)
     kernels = None
     if algorithm in SASS_PER_CELL:
         # The launches alone, into hit buffers large enough: no host work, no copy of the hits.
         groups, _ = rowdp.tile_groups(np.asarray(batch.lengths), k, options.get("columns"))
         buffers = compact_hits_buffers(max(1 << 16, 2 * len(hits)))
         shuffle = algorithm == "edit-rowdp-shfl"
-        kernels = timed(lambda: rowdp.launch_kernels(text, batch, k, 0, int(text.size), shuffle, groups, buffers),
-                        before=lambda: buffers[0].fill(0))
+        kernels = event_seconds(
+            lambda: rowdp.launch_kernels(text, batch, k, 0, int(text.size), shuffle, groups, buffers), repeats,
+            warm_up=False, before=lambda: buffers[0].fill(0))
         assert int(buffers[0].get()[0]) == len(hits)
     return whole, kernels, len(hits)
 
@@ -205,8 +192,7 @@ def main() -> None:
             line.append(f"R={columns}: {n / seconds / 1e9:.2f} ({n / kernel_seconds / 1e9:.2f})")
         print(f"{algorithm} tile width, G char/s (kernels alone): " + ", ".join(line), flush=True)
 
-    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "records": records}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -32,15 +32,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
-from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this script
+from gpu_timing import call_seconds, event_seconds  # benchmarks/gpu_timing.py, beside this script
+from seqsift.bench import memory_copy_roof, source_commit
 from seqsift.kernels import shiftor
 from seqsift.patterns import STRAND_PLUS, PatternSet
 
@@ -75,8 +73,6 @@ def device_text(n: int, seed: int = 2017):
 
 def kernel_seconds(algorithm: str, text, batch, k: int, repeats: int, **knobs) -> float:
     """Median seconds of the algorithm's kernel launches over the whole text."""
-    import cupy
-
     from seqsift.kernels.cuda import compact_hits_buffers
 
     launches = shiftor.kernel_launches(algorithm, text, batch, k, 0, int(text.size), **knobs)
@@ -87,37 +83,11 @@ def kernel_seconds(algorithm: str, text, batch, k: int, repeats: int, **knobs) -
         for launch in launches:
             launch(count, capacity, out_row, out_end, out_dist)
 
-    run()  # warm-up (and compilation)
-    times = []
-    for _ in range(repeats):
-        count.fill(0)
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
+    return event_seconds(run, repeats, before=lambda: count.fill(0))
 
 
 def scan_algorithm(k: int) -> str:
     return "exact-shiftor-scan" if k == 0 else "edit-wm-scan"
-
-
-def copy_rate() -> float:
-    """Bytes read + written per second by a 1 GiB device copy (to compare with 3.03 TB/s)."""
-    import cupy
-
-    source = cupy.ones(1 << 30, dtype=cupy.uint8)
-    target = cupy.empty_like(source)
-    cupy.copyto(target, source)
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(10):
-        cupy.copyto(target, source)
-    stop.record()
-    stop.synchronize()
-    return 2 * source.size * 10 / (cupy.cuda.get_elapsed_time(start, stop) / 1e3)
 
 
 class Recorder:
@@ -306,19 +276,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     log = lambda line: print(line, flush=True)  # noqa: E731
     text = device_text(1 << args.log2n)
-    rate = copy_rate()
+    rate = memory_copy_roof("cuda")
     log(f"device copy rate here: {rate / 1e12:.2f} TB/s (read + write); roof used: {ROOF / 1e12:.2f} TB/s")
     recorder = Recorder(int(text.size), args.repeats, log)
     summary = headline(text, recorder, log)
     if not args.headline_only:
         sweeps(text, recorder, args.quick)
-    commit = os.environ.get("SEQSIFT_COMMIT")  # the device's checkout may not be the commit measured
-    if not commit:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                    timeout=10).stdout.strip() or "unknown"
-        except (OSError, subprocess.SubprocessError):
-            commit = "unknown"
+    commit = source_commit()  # $SEQSIFT_COMMIT first: the device's checkout may be stale
     result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
               "date": datetime.date.today().isoformat(), "commit": commit,
               "roof_bytes_per_s": ROOF, "copy_rate_measured_bytes_per_s": rate,

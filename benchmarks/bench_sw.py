@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seqsift.bench import source_commit
 from seqsift.kernels import sw
 
 INT_ROOF = 16.7e12       # H100 ALU-pipe int32 instructions/s (DESIGN.md)
@@ -364,8 +365,7 @@ def main() -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
     print_tables(table, pairs, cores)
-    commit = os.environ.get("SEQSIFT_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "records": records}
     args.out.mkdir(parents=True, exist_ok=True)

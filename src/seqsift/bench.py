@@ -142,7 +142,7 @@ def device_name(backend: str) -> str:
     return f"{name} ({cpu_cores()} cores)"
 
 
-def _commit() -> str:
+def source_commit() -> str:
     """$SEQSIFT_COMMIT if set (a copied checkout's git metadata may be stale), else git's HEAD."""
     if os.environ.get("SEQSIFT_COMMIT"):
         return os.environ["SEQSIFT_COMMIT"]
@@ -187,7 +187,7 @@ def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = T
                             "paper_value": PAPER_FIGURES.get(name), "time_s": seconds})
             measurements.append({"backend": backend, "metric": metric, "m": m, "k": k, "patterns": count,
                                  "algorithm": name, "pattern_positions_per_s": rate})
-    result = {"device": device_name(backend), "date": datetime.date.today().isoformat(), "commit": _commit(),
+    result = {"device": device_name(backend), "date": datetime.date.today().isoformat(), "commit": source_commit(),
               "backend": backend, "memory_copy_bytes_per_s": roof, "records": records}
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(result, indent=1) + "\n")
