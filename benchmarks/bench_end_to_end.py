@@ -38,7 +38,7 @@ def measure(path: str, client, guides, label: str, out_dir: Path) -> dict:
     from seqsift.alphabet import TEXT_CODE_TABLE
     from seqsift.kernels import find_ends
     from seqsift.patterns import PatternSet
-    from seqsift.reference import open_reference
+    from seqsift.io.reference import open_reference
 
     began = time.perf_counter()
     reference = open_reference(path)
@@ -95,7 +95,7 @@ def main() -> None:
     from distributed import Client
 
     from seqsift.cluster import local_cluster
-    from seqsift.reference import open_reference
+    from seqsift.io.reference import open_reference
     from seqsift.alphabet import encode_text
 
     parser = argparse.ArgumentParser()

@@ -60,7 +60,7 @@ def main() -> None:
     letters = np.array(list("ACGT"))
     guides = args.scratch / "guides.tsv"
     guides.write_text("".join(f"g{i}\t{''.join(letters[rng.integers(0, 4, 20)])}\n" for i in range(args.guides)))
-    from seqsift.reference import open_reference
+    from seqsift.io.reference import open_reference
 
     began = time.perf_counter()
     open_reference(reference)  # index once, outside the timed runs

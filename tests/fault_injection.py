@@ -70,7 +70,7 @@ def count_calls(log: str) -> None:
 
 def count_reads(log: str) -> None:
     """Log one line per read of the reference file, to see what the chunk cache saves."""
-    import seqsift.reference as reference
+    import seqsift.io.reference as reference
 
     real_read = reference.Reference.read
 

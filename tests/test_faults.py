@@ -20,7 +20,7 @@ import seqsift
 from seqsift.cluster import local_cluster
 from seqsift.engine.merge import OrderedMerger
 from seqsift.errors import InputError
-from seqsift.reference import open_reference
+from seqsift.io.reference import open_reference
 from test_engine import mutate, write_fasta
 
 CHUNK = 1_000

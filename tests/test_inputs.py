@@ -1,4 +1,4 @@
-"""Tests for the input layer: seqsift.errors, seqsift.reference, seqsift.pattern_input.
+"""Tests for the input layer: seqsift.errors, seqsift.io.reference, seqsift.io.patterns.
 
 Run: PYTHONPATH=src python -m pytest tests/test_inputs.py
 
@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqsift import reference as reference_module
+from seqsift.io import reference as reference_module
 from seqsift.errors import InputError, quote
-from seqsift.pattern_input import patterns_from_cli, read_patterns, validate_patterns_for_job
+from seqsift.io.patterns import patterns_from_cli, read_patterns, validate_patterns_for_job
 from seqsift.patterns import PatternSet
-from seqsift.reference import NORMALISED_LINE_WIDTH, Reference, cache_directory, open_reference
+from seqsift.io.reference import NORMALISED_LINE_WIDTH, Reference, cache_directory, open_reference
 
 bgzf = pytest.importorskip("Bio.bgzf", reason="biopython is needed to write BGZF test files")
 
@@ -535,7 +535,7 @@ def test_real_fastq_is_rejected():
 
 
 # --------------------------------------------------------------------------
-# pattern_input.py: good inputs
+# io/patterns.py: good inputs
 # --------------------------------------------------------------------------
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -601,7 +601,7 @@ def test_bytes_alphabet_keeps_case():
 
 
 # --------------------------------------------------------------------------
-# pattern_input.py: bad inputs
+# io/patterns.py: bad inputs
 # --------------------------------------------------------------------------
 
 BAD_PATTERN_FILES = {
@@ -697,7 +697,7 @@ def test_bad_python_and_cli_patterns():
 
 
 # --------------------------------------------------------------------------
-# pattern_input.py: validate_patterns_for_job
+# io/patterns.py: validate_patterns_for_job
 # --------------------------------------------------------------------------
 
 def test_validate_patterns_for_job():

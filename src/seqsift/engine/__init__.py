@@ -12,9 +12,9 @@ import sys
 from .. import kernels
 from ..cluster import connect, count_gpus, worker_count
 from ..errors import InputError
-from ..pattern_input import ALPHABETS, read_patterns, validate_patterns_for_job
+from ..io.patterns import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
-from ..reference import open_reference
+from ..io.reference import open_reference
 from .job import MODES, SearchJob
 from .output import FrameCollector, HitWriter, check_output_path
 from .run import run_job

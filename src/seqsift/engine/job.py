@@ -17,7 +17,7 @@ MODES = ("best", "ends")
 
 @dataclass(frozen=True)
 class SearchJob:
-    reference: object          # seqsift.reference.Reference (paths, names, lengths)
+    reference: object          # seqsift.io.reference.Reference (paths, names, lengths)
     patterns: PatternSet
     metric: str                # "hamming" | "edit"
     k: int
