@@ -1,21 +1,32 @@
 """Opening a FASTA reference: validate it, index it, read slices of it fast.
 
-``open_reference(path)`` accepts what users actually have:
-
-* plain FASTA: indexed with a samtools-style ``.fai`` (built by pyfaidx);
-* BGZF FASTA (``bgzip``): ``.fai`` + ``.gzi`` (built by pyfaidx), read by
-  decompressing from the block the ``.gzi`` points at;
-* plain gzip FASTA (``gzip``): pyfaidx cannot seek in it, so it is
-  decompressed ONCE into seqsift's cache directory (a notice says so) and the
-  copy is used from then on, as long as the original keeps its size and mtime.
-
+``open_reference(path)`` accepts what users actually have: plain FASTA, BGZF
+FASTA (``bgzip``) and plain gzip FASTA (``gzip``, as UCSC ships hg38.fa.gz).
 Compression is told by the file's bytes, never by its name: a BGZF file is a
 gzip file whose header carries a ``BC`` extra subfield (the SAM spec, 4.1).
+
+The first time a file is opened it is read ONCE (:mod:`seqsift.io.fasta_scan`:
+large blocks, every core, no Python loop per line), and that one pass
+
+* writes the samtools-style ``.fai`` index (byte for byte what pyfaidx and
+  ``samtools faidx`` write), and for BGZF the ``.gzi``;
+* writes the genome cache (:mod:`seqsift.io.genome_cache`): the bases without
+  line breaks, memory-mapped by every later job, so a window of the genome is
+  a slice of a map (``Reference.read_view``, no copy).
+
+gzip and BGZF are inflated straight into that pass (:mod:`seqsift.io.decompress`;
+BGZF blocks in parallel); no decompressed FASTA is written. Later jobs find
+the cache valid (same source size, mtime and content fingerprint; digest
+intact) and read nothing but the cache's header. A file that already has a
+fresh ``.fai`` (and ``.gzi``) but no cache, e.g. one indexed by samtools, is
+read through its index as it is, without a pass.
 
 Indexes go beside the FASTA (``x.fa.fai``, ``x.fa.gz.gzi``) when that directory
 is writable, as samtools does, and otherwise into the cache directory, so a
 reference in a read-only directory (a shared genome folder) works. An existing
-up-to-date index beside the file is reused, wherever it is.
+up-to-date index beside the file is reused, wherever it is. When the cache
+directory cannot be written, plain and BGZF references are read from the file
+through the index (a notice says so); a plain gzip file then cannot be read.
 
 Files whose line lengths vary inside a record ("ragged" FASTA, e.g. a file
 pasted together by hand) cannot be described by a ``.fai``. Rather than
@@ -34,7 +45,7 @@ else ``~/.cache/seqsift``. Cached files are named after the source file, a
 hash of its absolute path and a hash of its size + mtime; they are written
 atomically (temporary file + rename), and older copies of the same source are
 deleted when a new one is written. On a cluster, workers read the reference
-(or its cached copy) by path, so the cache must be on a filesystem they share
+(or its cache) by path, so the cache must be on a filesystem they share
 (a home directory on HPC usually is), or set ``SEQSIFT_CACHE`` to one.
 
 A :class:`Reference` holds only paths, record names and the index numbers, so
@@ -52,7 +63,7 @@ import sys
 import tempfile
 import threading
 import zlib
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
@@ -60,6 +71,8 @@ from typing import IO, Iterator
 import numpy as np
 
 from ..errors import InputError, quote, reading
+from . import decompress, fasta_scan
+from .genome_cache import CacheWriter, GenomeCache, build_lock, source_fingerprint
 
 __all__ = ["Reference", "open_reference", "cache_directory", "NORMALISED_LINE_WIDTH"]
 
@@ -86,11 +99,15 @@ class Reference:
     display_name: the file as the user named it, for messages
     names:        record names, in file order (first word of each header)
     lengths:      record lengths in bases, int64
-    fai_path:     its .fai index; gzi_path: its .gzi (BGZF only, else None)
+    fai_path:     its .fai index, or None (none could be written; the columns
+                  below are all a read needs)
+    gzi_path:     its .gzi (BGZF only, else None)
     bgzf:         whether ``path`` is BGZF-compressed
     offsets, line_bases, line_bytes: the .fai columns 3-5 (int64), i.e. where
                   each record's sequence starts in the file, bases per line,
                   bytes per line including the line ending.
+    genome_path:  the genome cache (seqsift.io.genome_cache) reads come from, or None
+    record_starts: where each record's first base lies in ``genome_path`` (int64)
     """
 
     path: str
@@ -103,6 +120,8 @@ class Reference:
     offsets: np.ndarray
     line_bases: np.ndarray
     line_bytes: np.ndarray
+    genome_path: str | None = None
+    record_starts: np.ndarray | None = None
 
     def index_of(self, name: str) -> int:
         """Index of the record called ``name`` (ValueError if there is none)."""
@@ -118,15 +137,12 @@ class Reference:
         Coordinates may be Python or NumPy integers of any size (int64-safe).
         Asking for anything outside ``0 <= start <= end <= length`` raises IndexError.
         """
-        i = int(record_index)
-        if not 0 <= i < len(self.names):
-            raise IndexError(f"{self.display_name}: no record number {i} (it has {len(self.names)})")
-        start, end, length = int(start), int(end), int(self.lengths[i])
-        if not 0 <= start <= end <= length:
-            raise IndexError(f"{self.display_name}: cannot read [{start}, {end}) of record "
-                             f"{self.names[i]!r}, which has {length} bases")
+        i, start, end = self._checked(record_index, start, end)
         if start == end:
             return b""
+        if self.genome_path is not None:
+            data = self.read_view(i, start, end).tobytes()
+            return data if table is None else data.translate(table)
         # Where the bases lie in the (uncompressed) file, by the .fai arithmetic
         # (as htslib): base p of a record is at byte offset + (p // line_bases)
         # * line_bytes + p % line_bases. Between the first base and one past the
@@ -146,24 +162,52 @@ class Reference:
                           f"it was indexed?")
         return data
 
+    def read_view(self, record_index: int, start: int, end: int) -> np.ndarray:
+        """Bases ``[start, end)`` of record ``record_index`` as a uint8 array, case as in the file.
+
+        With the genome cache (``genome_path``) this is a view of its memory
+        map: no copy, no read until the pages are touched (a GPU path can copy
+        it to pinned memory directly). Without it, a new array of ``read``'s bytes.
+        The view stays valid after ``close``. Same IndexError rules as ``read``.
+        """
+        i, start, end = self._checked(record_index, start, end)
+        if self.genome_path is None:
+            return np.frombuffer(self.read(i, start, end), dtype=np.uint8)
+        first = int(self.record_starts[i]) + start
+        return _open_handle(self)[first:first + end - start]
+
+    def _checked(self, record_index, start, end) -> tuple[int, int, int]:
+        i = int(record_index)
+        if not 0 <= i < len(self.names):
+            raise IndexError(f"{self.display_name}: no record number {i} (it has {len(self.names)})")
+        start, end, length = int(start), int(end), int(self.lengths[i])
+        if not 0 <= start <= end <= length:
+            raise IndexError(f"{self.display_name}: cannot read [{start}, {end}) of record "
+                             f"{self.names[i]!r}, which has {length} bases")
+        return i, start, end
+
     def close(self) -> None:
         """Close this process's open handle on the file (the next read reopens it)."""
         with _HANDLES_LOCK:
             handle = _HANDLES.pop(_handle_key(self), None)
         if isinstance(handle, int):
             os.close(handle)
+        # a genome cache's map is left to the garbage collector: views handed
+        # out by read_view may still use it
 
 
 # What each process keeps open, per reference: a Reference is unpickled afresh
 # for every Dask task, so the handle lives here, keyed by the process id (a
 # forked child must not share its parent's file offset) and the paths. For a
-# plain file it is an OS file descriptor; for BGZF, the block table of the .gzi.
+# genome cache it is a uint8 array over a memory map of the file; for a plain
+# file an OS file descriptor; for BGZF, the block table of the .gzi.
+
 _HANDLES: dict[tuple, object] = {}
 _HANDLES_LOCK = threading.Lock()
 
 
 def _handle_key(ref: Reference) -> tuple:
-    return (os.getpid(), ref.path, ref.fai_path, ref.gzi_path)
+    return (os.getpid(), ref.path, ref.fai_path, ref.gzi_path, ref.genome_path)
 
 
 def _open_handle(ref: Reference):
@@ -173,7 +217,12 @@ def _open_handle(ref: Reference):
         with _HANDLES_LOCK:
             handle = _HANDLES.get(key)
             if handle is None:
-                if ref.bgzf:
+                if ref.genome_path is not None:
+                    import mmap
+
+                    with open(ref.genome_path, "rb") as f:
+                        handle = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
+                elif ref.bgzf:
                     handle = _load_gzi(ref.gzi_path)
                 else:
                     handle = os.open(ref.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -244,40 +293,176 @@ def open_reference(path: str | os.PathLike) -> Reference:
     kind = _compression(source, display)
     _check_looks_like_fasta(source, kind, display)
     cache = _CacheEntry(source)
+    with reading(display):
+        fingerprint = source_fingerprint(source)
 
-    # Pick the file to index: a normalised copy made earlier, a decompressed
-    # copy of a plain gzip file, or the file itself.
+    genome = GenomeCache.open(cache.path(".genome"), fingerprint)
+    if genome is None and kind != _GZIP and not cache.path(".genome").exists():
+        # Indexed by someone else (samtools, an older seqsift) and never cached:
+        # read through the index, without a pass over the file.
+        target, target_kind = _target(source, kind, cache)
+        existing = _fresh_index(target, target_kind, cache, check=True)
+        if existing is not None:
+            names, columns = _read_fai(existing[0], display)
+            return Reference(path=str(target), display_name=display, names=names, lengths=columns[0],
+                             fai_path=str(existing[0]), gzi_path=_optional_str(existing[1]),
+                             bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2],
+                             line_bytes=columns[3])
+    if genome is None:
+        return _read_once(source, kind, display, cache, fingerprint)
+    return _from_cache(genome, source, kind, display, cache)
+
+
+def _optional_str(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _target(source: Path, kind: str, cache: "_CacheEntry") -> tuple[Path, str]:
+    """The file the index describes: the normalised copy of a ragged source, else the source."""
     normalised = cache.path(".normalised.fa")
-    if normalised.exists():
-        target, target_kind = normalised, _PLAIN
-    elif kind == _GZIP:
-        target, target_kind = cache.path(".fa"), _PLAIN
-        if not target.exists():
+    return (normalised, _PLAIN) if normalised.exists() else (source, kind)
+
+
+def _from_cache(genome: GenomeCache, source: Path, kind: str, display: str, cache: "_CacheEntry") -> Reference:
+    """The Reference of a valid genome cache; the source is not read."""
+    table = genome.table
+    target, target_kind = _target(source, kind, cache)
+    if target_kind != table["kind"]:  # the normalised copy was deleted: the cache has every base
+        target, target_kind = Path(genome.path), _PLAIN
+    indexes = _fresh_index(target, target_kind, cache, check=False) if target_kind != _GZIP else None
+    columns = [np.asarray(table[c], dtype=np.int64) for c in ("lengths", "offsets", "line_bases", "line_bytes")]
+    return Reference(path=genome.path if target_kind == _GZIP else str(target), display_name=display,
+                     names=tuple(table["names"]), lengths=columns[0],
+                     fai_path=_optional_str(indexes and indexes[0]), gzi_path=_optional_str(indexes and indexes[1]),
+                     bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2], line_bytes=columns[3],
+                     genome_path=genome.path, record_starts=genome.record_starts)
+
+
+def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fingerprint: bytes) -> Reference:
+    """Read the file once: its index, and its genome cache when the cache directory takes one.
+
+    Holds the cache entry's lock meanwhile, so that of two jobs started together
+    one reads and the other waits, then finds the cache built.
+    """
+    with ExitStack() as held:
+        genome_file: Path | None = cache.path(".genome")
+        try:
             cache.make_directory()
-            _decompress(source, target, display)
+            held.enter_context(build_lock(cache.path(".genome.lock")))
+        except (OSError, InputError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            if kind == _GZIP:
+                raise InputError(f"{display}: is plain gzip, which seqsift decompresses into its cache, but "
+                                 f"the cache directory {cache.path('').parent} cannot be written ({reason}); "
+                                 f"set SEQSIFT_CACHE to a writable directory, or bgzip the file") from None
+            _notice(f"cannot write seqsift's cache {cache.path('').parent} ({reason}); reading {display} "
+                    f"without the genome cache")
+            genome_file = None
+        if genome_file is not None:
+            genome = GenomeCache.open(genome_file, fingerprint)  # built by another job while we waited
+            if genome is not None:
+                return _from_cache(genome, source, kind, display, cache)
+
+        target, target_kind = _target(source, kind, cache)
+        try:
+            result = _scan(target, target_kind, display, cache, genome_file, fingerprint)
+        except fasta_scan.RaggedRecord as ragged:
+            normalised = cache.path(".normalised.fa")
+            cache.make_directory()
+            _normalise(source, kind, normalised, display)
+            _notice(f"{display} has lines of uneven length{ragged.where}, which a FASTA index cannot "
+                    f"describe; rewrote it once with even lines to {normalised}")
+            target, target_kind = normalised, _PLAIN
+            result = _scan(target, target_kind, display, cache, genome_file, fingerprint)
+        layout, genome, fai, gzi = result
+        if genome_file is not None:
             cache.prune()
-            _notice(f"{display} is plain gzip; decompressed once to {target} (bgzip it to skip this)")
-    else:
-        target, target_kind = _name_pyfaidx_understands(source, kind, cache), kind
+        if kind == _GZIP and genome is not None and target_kind == _GZIP:
+            _notice(f"{display} is plain gzip; decompressed once into the genome cache {genome.path} "
+                    f"(bgzip it to read it without the cache)")
+    if genome is not None:
+        return _from_cache(genome, source, kind, display, cache)
+    return Reference(path=str(target), display_name=display, names=layout.names, lengths=layout.lengths,
+                     fai_path=_optional_str(fai), gzi_path=_optional_str(gzi), bgzf=target_kind == _BGZF,
+                     offsets=layout.offsets, line_bases=layout.line_bases, line_bytes=layout.line_bytes)
 
+
+def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_file: Path | None,
+          fingerprint: bytes):
+    """One pass over ``target``: (layout, genome cache or None, .fai path, .gzi path).
+
+    Raises fasta_scan.RaggedRecord, or InputError for anything wrong with the file.
+    """
+    threads = fasta_scan.worker_threads()
+    writer = _SafeWriter(genome_file, fingerprint, display) if genome_file is not None else None
+    bgzf_blocks = None
     try:
-        fai, gzi = _ensure_index(target, target_kind, display, cache)
-    except _RaggedLines as ragged:
-        cache.make_directory()
-        _normalise(source, kind, normalised, display)
-        cache.prune()
-        if target != source and target.parent == normalised.parent:
-            _remove_quietly(target, Path(f"{target}.fai"))  # the decompressed copy is superseded
-        _notice(f"{display} has lines of uneven length{ragged.where}, which a FASTA index cannot "
-                f"describe; rewrote it once with even lines to {normalised}")
-        target, target_kind = normalised, _PLAIN
-        fai, gzi = _ensure_index(target, target_kind, display, cache)
+        with reading(display):
+            if kind == _PLAIN:
+                blocks = fasta_scan.blocks_of_file(str(target))
+            elif kind == _GZIP:
+                blocks = fasta_scan.blocks_of_stream(decompress.gzip_chunks(str(target)))
+            else:
+                bgzf_blocks = decompress.bgzf_blocks(str(target))
+                blocks = fasta_scan.blocks_of_stream(decompress.bgzf_chunks(str(target), bgzf_blocks, threads))
+            layout = fasta_scan.scan_fasta(blocks, writer.add if writer else None, threads)
+        _check_records(layout.names, layout.lengths, display)
+    except decompress.DecompressError as err:
+        if writer:
+            writer.abandon()
+        if "end-of-file block" in str(err):
+            raise InputError(f"{display}: {err}") from None
+        raise _read_error(display, kind, err) from None
+    except fasta_scan.HeaderProblem as problem:
+        if writer:
+            writer.abandon()
+        _scan_whole_file(target, kind, display)  # raises the InputError that names the line
+        raise InputError(f"{display}: cannot be indexed ({problem})") from None
+    except BaseException:
+        if writer:
+            writer.abandon()
+        raise
+    fai, gzi = _write_index(target, kind, cache, layout, bgzf_blocks)
+    table = {"names": list(layout.names), "kind": kind,
+             **{c: getattr(layout, c).tolist() for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
+    genome = writer.finish(table) if writer else None
+    return layout, genome, fai, gzi
 
-    names, columns = _read_fai(fai, display)
-    return Reference(path=str(target), display_name=display, names=names, lengths=columns[0],
-                     fai_path=str(fai), gzi_path=None if gzi is None else str(gzi),
-                     bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2],
-                     line_bytes=columns[3])
+
+class _SafeWriter:
+    """A CacheWriter whose failures (disk full, say) cost the cache, never the job."""
+
+    def __init__(self, path: Path, fingerprint: bytes, display: str):
+        self.display = display
+        try:
+            self.writer: CacheWriter | None = CacheWriter(path, fingerprint)
+        except OSError as err:
+            self._give_up(err)
+
+    def _give_up(self, err: OSError) -> None:
+        _notice(f"cannot write the genome cache of {self.display} ({err.strerror or err}); going on without it")
+        self.abandon()
+
+    def add(self, sequence: np.ndarray) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.add(sequence)
+            except OSError as err:
+                self._give_up(err)
+
+    def finish(self, table: dict) -> GenomeCache | None:
+        if self.writer is None:
+            return None
+        try:
+            return self.writer.finish(table)
+        except OSError as err:
+            self._give_up(err)
+            return None
+
+    def abandon(self) -> None:
+        writer, self.writer = getattr(self, "writer", None), None
+        if writer is not None:
+            writer.abandon()
 
 
 def _notice(message: str) -> None:
@@ -514,46 +699,7 @@ def _atomic_write(target: Path) -> Iterator[IO[bytes]]:
         raise
 
 
-def _decompress(source: Path, target: Path, display: str) -> None:
-    """Plain gzip ``source`` -> ``target`` (atomically)."""
-    with _decompressed(source, _GZIP) as stream, _atomic_write(target) as out:
-        for chunk in _read_chunks(stream, display, _GZIP):
-            out.write(chunk)
-
-
-def _name_pyfaidx_understands(source: Path, kind: str, cache: _CacheEntry) -> Path:
-    """``source``, or a symlink to it in the cache whose name pyfaidx reads correctly.
-
-    pyfaidx decides BGZF-or-plain by the file name (``.gz``/``.bgz``), not the
-    bytes: a BGZF file called ``x.fa``, or a plain one called ``x.fa.gz``,
-    gets a correctly named symlink.
-    """
-    name = source.name.lower()
-    named_bgzf = name.endswith((".gz", ".bgz"))
-    named_unsupported = name.endswith((".bz2", ".zip"))
-    if (kind == _BGZF) == named_bgzf and not named_unsupported:
-        return source
-    link = cache.path(".link.fa.gz" if kind == _BGZF else ".link.fa")
-    if not link.is_symlink():
-        cache.make_directory()
-        temporary = link.with_name(f".tmp-{os.getpid()}-{link.name}")
-        _remove_quietly(temporary)
-        os.symlink(os.path.abspath(source), temporary)
-        os.replace(temporary, link)
-        cache.prune()
-    return link
-
-
 # --- step 5: the index ---------------------------------------------------------
-
-class _RaggedLines(Exception):
-    """pyfaidx found a record whose lines are not all of one length."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        found = re.search(r">(\S+) at line (\d+)", message)
-        self.where = f" (record '{found[1]}', line {found[2]})" if found else ""
-
 
 def _directory_is_writable(directory: Path) -> bool:
     """Whether we may create index files in ``directory`` (tests patch this)."""
@@ -569,76 +715,42 @@ def _index_is_fresh(target: Path, fai: Path, gzi: Path | None) -> bool:
         return False
 
 
-def _ensure_index(target: Path, kind: str, display: str, cache: _CacheEntry) -> tuple[Path, Path | None]:
-    """Paths of an up-to-date ``.fai`` (and ``.gzi`` for BGZF) for ``target``.
+def _index_places(target: Path, kind: str, cache: "_CacheEntry") -> list[tuple[Path, Path | None]]:
+    """Where the (.fai, .gzi) of ``target`` may be: beside it, then in the cache."""
+    return [(Path(f"{target}.fai"), Path(f"{target}.gzi") if kind == _BGZF else None),
+            (cache.path(".fai"), cache.path(".gzi") if kind == _BGZF else None)]
 
-    Reuses a fresh index beside the file or in the cache; otherwise builds one
-    beside the file if its directory is writable, else (or if writing there
-    fails) in the cache. Raises _RaggedLines or InputError.
-    """
-    beside = (Path(f"{target}.fai"), Path(f"{target}.gzi") if kind == _BGZF else None)
-    in_cache = (cache.path(".fai"), cache.path(".gzi") if kind == _BGZF else None)
-    for fai, gzi in (beside, in_cache):
-        if _index_is_fresh(target, fai, gzi) and _index_is_usable(fai, gzi, target, kind):
+
+def _fresh_index(target: Path, kind: str, cache: "_CacheEntry", check: bool) -> tuple[Path, Path | None] | None:
+    """An up-to-date (.fai, .gzi) of ``target`` (``check``: that also parses and fits), or None."""
+    for fai, gzi in _index_places(target, kind, cache):
+        if _index_is_fresh(target, fai, gzi) and (not check or _index_is_usable(fai, gzi, target, kind)):
             return fai, gzi
-    if _directory_is_writable(target.parent):
+    return None
+
+
+def _write_index(target: Path, kind: str, cache: "_CacheEntry", layout: fasta_scan.FastaLayout,
+                 bgzf_blocks: decompress.BgzfBlocks | None) -> tuple[Path | None, Path | None]:
+    """Write the .fai (and .gzi) of a scanned ``target``: beside it if that directory is
+    writable, else into the cache; (None, None) where neither takes it (reads need no file)."""
+    if kind == _GZIP:
+        return None, None
+    places = _index_places(target, kind, cache)
+    if not _directory_is_writable(target.parent):
+        places = places[1:]
+    for fai, gzi in places:
         try:
-            _build_index(target, kind, display, *beside)
-            return beside
-        except OSError:
-            pass  # e.g. a read-only filesystem that os.access did not see; use the cache
-    cache.make_directory()
-    _build_index(target, kind, display, *in_cache)
-    cache.prune()
-    return in_cache
-
-
-def _build_index(target: Path, kind: str, display: str, fai: Path, gzi: Path | None) -> None:
-    """Build ``fai`` (and ``gzi``) with pyfaidx, via temporary names + rename.
-
-    pyfaidx's own errors become InputError (or _RaggedLines); to name the
-    exact line, the file is then re-read by _scan_fasta.
-    """
-    import pyfaidx
-
-    temporary = [p.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}-{p.name}") if p else None
-                 for p in (fai, gzi)]
-    try:
-        try:
-            index = pyfaidx.Faidx(str(target), indexname=str(temporary[0]),
-                                  gzi_indexname=None if gzi is None else str(temporary[1]),
-                                  duplicate_action="first", rebuild=True, build_index=True)
-            index.close()
-        except pyfaidx.FastaIndexingError as err:
-            if "not consistent" in str(err):
-                raise _RaggedLines(str(err)) from None
-            _scan_whole_file(target, kind, display)  # raises the precise InputError
-            raise InputError(f"{display}: cannot be indexed: {err}") from None
-        except UnicodeDecodeError:
-            _scan_whole_file(target, kind, display)
-            raise InputError(f"{display}: holds bytes that are not text") from None
-        except (EOFError, zlib.error, ValueError, struct.error) as err:
-            raise _read_error(display, kind, err) from None
-        except OSError as err:
-            if kind == _BGZF and "EOF marker" in str(err):
-                raise InputError(f"{display}: the BGZF file is truncated (no end-of-file block)") from None
-            raise
-        _check_sequence_is_ascii(target, kind, display)
-        os.replace(temporary[0], fai)
-        if gzi is not None:
-            os.replace(temporary[1], gzi)
-    finally:
-        _remove_quietly(*(p for p in temporary if p is not None))
-
-
-def _check_sequence_is_ascii(target: Path, kind: str, display: str) -> None:
-    """InputError for non-ASCII bytes in sequence lines (pyfaidx counts them as characters,
-    not bytes, which would corrupt the index). Non-ASCII headers are fine."""
-    with _decompressed(target, kind) as stream:
-        for chunk in _read_chunks(stream, display, kind):
-            if not chunk.isascii():
-                _scan_whole_file(target, kind, display)  # raises if it is in a sequence line
-                return
+            if fai.parent == cache.path("").parent:
+                cache.make_directory()
+            with _atomic_write(fai) as out:
+                out.write(layout.fai_text().encode("utf-8"))
+            if gzi is not None:
+                with _atomic_write(gzi) as out:
+                    decompress.write_gzi(bgzf_blocks, out)
+            return fai, gzi
+        except (OSError, InputError):
+            continue  # e.g. a read-only filesystem that os.access did not see: try the cache
+    return None, None
 
 
 def _index_is_usable(fai: Path, gzi: Path | None, target: Path, kind: str) -> bool:
@@ -677,11 +789,17 @@ def _parse_fai(fai: Path) -> tuple[tuple[str, ...], tuple[np.ndarray, ...]]:
 
 
 def _read_fai(fai: Path, display: str):
-    """Parse ``fai`` and check the records: at least one, each with bases, names unique."""
+    """Parse ``fai`` and check the records (``_check_records``)."""
     try:
         names, columns = _parse_fai(fai)
     except (OSError, ValueError) as err:
         raise InputError(f"{display}: its index {fai} is unreadable ({err}); delete it to rebuild") from None
+    _check_records(names, columns[0], display)
+    return names, columns
+
+
+def _check_records(names: tuple[str, ...], lengths: np.ndarray, display: str) -> None:
+    """InputError unless there is a record, each has bases, and names are unique."""
     if not names:
         raise InputError(f"{display}: contains no FASTA records")
     first_seen: dict[str, int] = {}
@@ -690,12 +808,11 @@ def _read_fai(fai: Path, display: str):
             raise InputError(f"{display}: record name '{name}' is used twice (records {first_seen[name] + 1} "
                              f"and {i + 1}); record names (the first word of each '>' line) must be unique")
         first_seen[name] = i
-    empty = np.flatnonzero(columns[0] == 0)
+    empty = np.flatnonzero(lengths == 0)
     if empty.size:
         i = int(empty[0])
         others = f" (and {empty.size - 1} more records)" if empty.size > 1 else ""
         raise InputError(f"{display}: record '{names[i]}' (record {i + 1}) has no sequence{others}")
-    return names, columns
 
 
 # --- the slow, exact pass: precise errors and ragged-line normalisation --------------

@@ -1,0 +1,192 @@
+"""The binary genome cache: a reference's bases without line breaks, memory-mapped.
+
+One file per source FASTA (named by reference.py's ``_CacheEntry``, so it
+follows the same cache rules: ``$SEQSIFT_CACHE``, one version per source,
+older versions pruned), laid out as::
+
+    [header, 4096 bytes][payload: every record's bases, one byte each, as in
+    the file (case kept), records back to back][record table, JSON]
+
+The header holds the sizes, the fingerprint of the source it was built from
+and a BLAKE2b digest over the header fields, the record table and a sample of
+the payload. The payload starts at a page boundary, so a record window is a
+plain slice of a memory map and reaches NumPy (and the GPU's pinned copies)
+without a copy.
+
+Trust. A cache is used only if all of these hold, else it is rebuilt:
+the magic and version; the file size equals header + payload + table; the
+digest matches (so a flipped byte in the table or the header, or a cut
+file, is caught); the table's lengths add up to the payload size; and the
+source's fingerprint (size, mtime, and a BLAKE2b over its first and last MiB
+and 64 pieces of 4 KiB spread over it) is the one recorded. The payload is
+verified by a sample (the same 64 + 1 pages), not in full: hashing 3 GB costs
+about 3 s on one core, the time of the whole second run we are trying to
+save. A cache is written only through a temporary file renamed into place, so
+the damage a sample misses (one flipped byte in the middle of the payload)
+comes from outside seqsift (a disk error, a hand edit); the fingerprint has
+the same limit for a source edited in place with its size and mtime restored.
+
+Concurrency. Building takes an exclusive ``flock`` on a lock file beside the
+cache; a second job that starts meanwhile waits for the lock, finds the
+finished cache valid and uses it. Every build appends a line to
+``builds.log`` in the cache's directory (tests count them).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import struct
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+__all__ = ["GenomeCache", "CacheWriter", "source_fingerprint", "build_lock", "BUILD_LOG"]
+
+MAGIC = b"SEQSIFT-GENOME\x00\x01"
+HEADER_BYTES = 4096
+BUILD_LOG = "builds.log"
+_FIELDS = struct.Struct("<16sQQQ32s")     # magic, payload bytes, table bytes, records, source fingerprint
+_SAMPLES = 64
+_PAGE = 4096
+
+
+def source_fingerprint(path: str | os.PathLike) -> bytes:
+    """32 bytes that change when the file's size, mtime or content (sampled) change.
+
+    The content part reads the first and last MiB and 64 pieces of 4 KiB
+    spread evenly over the file: a few ms for any size.
+    """
+    stat = os.stat(path)
+    digest = hashlib.blake2b(f"{stat.st_size}:{stat.st_mtime_ns}".encode(), digest_size=32)
+    size = stat.st_size
+    with open(path, "rb") as f:
+        for offset, length in [(0, 1 << 20), (max(0, size - (1 << 20)), 1 << 20)] + [
+                (size * k // _SAMPLES, _PAGE) for k in range(_SAMPLES)]:
+            digest.update(os.pread(f.fileno(), length, offset))
+    return digest.digest()
+
+
+def _payload_sample(mapped, payload_bytes: int) -> bytes:
+    """The pages of the payload that the digest covers: 64 spread evenly, and the last."""
+    digest = hashlib.blake2b(digest_size=32)
+    for k in range(_SAMPLES):
+        start = HEADER_BYTES + payload_bytes * k // _SAMPLES
+        digest.update(mapped[start:start + min(_PAGE, payload_bytes)])
+    end = HEADER_BYTES + payload_bytes
+    digest.update(mapped[max(HEADER_BYTES, end - _PAGE):end])
+    return digest.digest()
+
+
+def _digest(fields: bytes, table: bytes, sample: bytes) -> bytes:
+    return hashlib.blake2b(fields + table + sample, digest_size=32).digest()
+
+
+@dataclass
+class GenomeCache:
+    """A verified cache file: the record table, and where each record's bases start."""
+
+    path: str
+    table: dict            # names, lengths and the source's .fai columns (lists)
+    record_starts: np.ndarray  # int64: byte offset of each record's first base in the file
+
+    @staticmethod
+    def open(path: Path, fingerprint: bytes) -> "GenomeCache | None":
+        """The cache at ``path`` if it exists, is whole and belongs to ``fingerprint``; else None."""
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < HEADER_BYTES:
+                    return None
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+        try:
+            fields = mapped[:_FIELDS.size]
+            magic, payload_bytes, table_bytes, records, recorded = _FIELDS.unpack(fields)
+            if magic != MAGIC or recorded != fingerprint or size != HEADER_BYTES + payload_bytes + table_bytes:
+                return None
+            stored = mapped[_FIELDS.size:_FIELDS.size + 32]
+            table_raw = mapped[HEADER_BYTES + payload_bytes:size]
+            if _digest(fields, table_raw, _payload_sample(mapped, payload_bytes)) != stored:
+                return None
+            table = json.loads(table_raw)
+            lengths = np.asarray(table["lengths"], dtype=np.int64)
+            if len(lengths) != records or int(lengths.sum()) != payload_bytes or (lengths < 0).any():
+                return None
+        except (ValueError, KeyError, TypeError, struct.error):
+            return None
+        finally:
+            mapped.close()
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        return GenomeCache(path=str(path), table=table, record_starts=starts + HEADER_BYTES)
+
+
+class CacheWriter:
+    """Writes a cache file during the scan: ``add`` the payload in order, then ``finish``."""
+
+    def __init__(self, path: Path, fingerprint: bytes):
+        self.path = Path(path)
+        self.fingerprint = fingerprint
+        self.temporary = self.path.with_name(f".tmp-{os.getpid()}-{self.path.name}")
+        self.handle = open(self.temporary, "wb")
+        self.handle.write(b"\x00" * HEADER_BYTES)
+        self.payload_bytes = 0
+
+    def add(self, sequence: np.ndarray) -> None:
+        self.handle.write(memoryview(sequence))
+        self.payload_bytes += len(sequence)
+
+    def finish(self, table: dict) -> GenomeCache:
+        """Append the table, write the header, rename into place; returns the opened cache."""
+        raw = json.dumps(table, separators=(",", ":")).encode()
+        self.handle.write(raw)
+        self.handle.flush()
+        fields = _FIELDS.pack(MAGIC, self.payload_bytes, len(raw), len(table["names"]), self.fingerprint)
+        with open(self.temporary, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                sample = _payload_sample(mapped, self.payload_bytes)
+            finally:
+                mapped.close()
+        self.handle.seek(0)
+        self.handle.write(fields + _digest(fields, raw, sample))
+        self.handle.close()
+        os.chmod(self.temporary, 0o644)
+        os.replace(self.temporary, self.path)
+        with open(self.path.parent / BUILD_LOG, "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{os.getpid()}\t{self.path.name}\n")
+        cache = GenomeCache.open(self.path, self.fingerprint)
+        if cache is None:
+            raise OSError(f"the genome cache {self.path} did not verify right after it was written")
+        return cache
+
+    def abandon(self) -> None:
+        self.handle.close()
+        try:
+            os.unlink(self.temporary)
+        except OSError:
+            pass
+
+
+@contextmanager
+def build_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if needed) for the block's duration.
+
+    ``flock`` is released by the kernel when the process dies, so a crashed
+    build never blocks the next job.
+    """
+    import fcntl
+
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
