@@ -60,7 +60,7 @@ class RaggedRecord(Exception):
 
 class HeaderProblem(Exception):
     """Something a byte-level scan cannot explain well (a header without a name or not
-    UTF-8, a non-ASCII byte in a sequence, a header longer than a block); the caller
+    UTF-8, a non-ASCII byte in a sequence); the caller
     re-reads the file line by line to name the line in its error message."""
 
 
@@ -113,8 +113,10 @@ def blocks_of_file(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[_Block
             cut = mapped.rfind(b"\n", start, stop) + 1
             if cut > start:
                 stop = cut
+            elif not continues and whole[start] == _GT:  # a header longer than a block: take it whole
+                stop = mapped.find(b"\n", stop) + 1 or size
             elif whole[stop - 1] == _CR and stop - 1 > start:
-                stop -= 1  # one very long line: never split a '\r\n'
+                stop -= 1  # one very long sequence line: never split a '\r\n'
         yield _Block(whole[start:stop], start, continues, stop == size)
         continues = whole[stop - 1] != _NEWLINE
         start = stop
@@ -144,7 +146,10 @@ def blocks_of_stream(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES) ->
         data = carry + b"".join(pending)
         pending, pending_size = [], 0
         cut = data.rfind(b"\n") + 1
-        if cut == 0:  # one very long line: cut anywhere but inside a '\r\n'
+        if cut == 0 and not continues and data[:1] == b">":
+            carry = data  # a header longer than a block: wait for its end
+            continue
+        if cut == 0:  # one very long sequence line: cut anywhere but inside a '\r\n'
             cut = len(data) - 1 if data[-1] == _CR and len(data) > 1 else len(data)
         carry = data[cut:]
         yield emit(data[:cut], last=False)
@@ -191,9 +196,7 @@ def _scan_block(block: _Block) -> _Lines:
     header = nonempty & (data[np.minimum(starts, size - 1)] == _GT)
     if block.continues_line and len(header):
         header[0] = False  # the line began in the previous block, as a sequence line
-    heads = np.flatnonzero(header)
-    if open_tail and len(heads) and heads[-1] == len(ends) - 1 and not block.last:
-        raise HeaderProblem(f"a header line longer than {BLOCK_BYTES >> 20} MiB")
+    heads = np.flatnonzero(header)  # (a header line is never cut: see blocks_of_file)
     text_ends = ends[heads] - carriage[heads]
     header_text = [data[a + 1:b].tobytes() for a, b in zip(starts[heads].tolist(), text_ends.tolist())]
 

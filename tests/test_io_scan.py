@@ -1,0 +1,158 @@
+"""seqsift.io.fasta_scan: the one-pass reader's .fai against pyfaidx's, and its bases.
+
+The oracle for the index is pyfaidx itself (``pyfaidx.Faidx(path)`` builds
+one); the oracle for the bases is the file's own text split into lines here.
+Block sizes far below the real 64 MiB put block boundaries inside headers,
+inside lines and between '\\r' and '\\n', which must change nothing.
+"""
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import numpy as np
+import pyfaidx
+import pytest
+
+from seqsift.io import fasta_scan
+from seqsift.io.reference import open_reference
+
+BLOCK_SIZES = [16, 61, 1000, fasta_scan.BLOCK_BYTES]
+
+
+def genome_text(seed: int, eol: str = "\n", blank_between: bool = False, final_newline: bool = True,
+                leading_blank: bool = False) -> tuple[str, dict[str, str]]:
+    """Records with N runs, lowercase, lines of several widths, records shorter than one line."""
+    rng = random.Random(seed)
+    records = {}
+    text = eol * 2 if leading_blank else ""
+    for r in range(rng.randint(3, 7)):
+        length = rng.choice([1, 3, 59, 60, 61, 200, rng.randint(1, 2500)])
+        seq = "".join(rng.choice("ACGTacgt") for _ in range(length))
+        if length > 30:
+            start = rng.randrange(length - 20)
+            seq = seq[:start] + "N" * 20 + seq[start + 20:]
+        width = rng.choice([7, 60, 61, 80])
+        name = f"rec{r}"
+        records[name] = seq
+        text += f">{name} description {r}{eol}" + "".join(seq[i:i + width] + eol for i in range(0, length, width))
+        if blank_between:
+            text += eol
+    if not final_newline:
+        text = text[:-len(eol)]
+    return text, records
+
+
+CASES = {
+    "lf": {}, "crlf": {"eol": "\r\n"}, "blank_lines_between_records": {"blank_between": True},
+    "no_final_newline": {"final_newline": False}, "crlf_no_final_newline": {"eol": "\r\n", "final_newline": False},
+    "blank_lines_before_first_header": {"leading_blank": True},
+}
+
+
+def pyfaidx_index(path: Path) -> str:
+    index = Path(f"{path}.pyfaidx.fai")
+    pyfaidx.Faidx(str(path), indexname=str(index), rebuild=True).close()
+    return index.read_text()
+
+
+def scan(path: Path, block_bytes: int):
+    parts = []
+    layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_file(str(path), block_bytes), parts.append, threads=2)
+    return layout, b"".join(p.tobytes() for p in parts)
+
+
+def scan_stream(data: bytes, block_bytes: int, piece: int = 13):
+    parts = []
+    chunks = (data[i:i + piece] for i in range(0, len(data), piece))
+    layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_stream(chunks, block_bytes), parts.append, threads=2)
+    return layout, b"".join(p.tobytes() for p in parts)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fai_is_byte_identical_to_pyfaidx(tmp_path, case, seed):
+    text, records = genome_text(seed, **CASES[case])
+    path = tmp_path / "genome.fa"
+    path.write_bytes(text.encode())
+    expected_fai = pyfaidx_index(path)
+    expected_bases = "".join(records.values()).encode()
+    for block_bytes in BLOCK_SIZES:
+        layout, bases = scan(path, block_bytes)
+        assert layout.fai_text() == expected_fai, block_bytes
+        assert bases == expected_bases, block_bytes
+        assert layout.total_bytes == len(text.encode())
+        layout, bases = scan_stream(text.encode(), block_bytes)
+        assert layout.fai_text() == expected_fai and bases == expected_bases, block_bytes
+
+
+@pytest.mark.parametrize("case", ["crlf", "blank_lines_between_records", "no_final_newline"])
+def test_open_reference_writes_pyfaidx_identical_fai(tmp_path, case):
+    text, records = genome_text(11, **CASES[case])
+    path = tmp_path / "genome.fa"
+    path.write_bytes(text.encode())
+    ref = open_reference(path)
+    assert ref.fai_path == f"{path}.fai"
+    written = Path(ref.fai_path).read_text()
+    Path(ref.fai_path).unlink()
+    assert written == pyfaidx_index(path)
+    assert [ref.read(i, 0, n) for i, n in enumerate(ref.lengths)] == [s.encode() for s in records.values()]
+
+
+def test_one_line_longer_than_a_block(tmp_path):
+    """A one-line record (a whole chromosome on one line) spans many blocks: one line, not many."""
+    rng = np.random.default_rng(3)
+    long_line = rng.choice(list(b"ACGTN"), 5000).astype(np.uint8).tobytes()
+    for eol in (b"\n", b"\r\n"):
+        data = b">one\r\n".replace(b"\r\n", eol) + long_line + eol + b">two" + eol + b"ACGT" + eol
+        path = tmp_path / "long.fa"
+        path.write_bytes(data)
+        expected = pyfaidx_index(path)
+        for block_bytes in (16, 97, 4999, 5001):
+            layout, bases = scan(path, block_bytes)
+            assert layout.fai_text() == expected and bases == long_line + b"ACGT"
+            layout, bases = scan_stream(data, block_bytes, piece=7)
+            assert layout.fai_text() == expected and bases == long_line + b"ACGT"
+
+
+RAGGED = {
+    # file text: (record, 1-based line) of the first line a .fai cannot describe
+    ">a\nACGT\nAC\nACGT\n": ("a", 3),                       # a short line in the middle
+    ">a\nACGT\nACGT\n>b\nAC\n\nAC\n": ("b", 6),              # a blank line inside a record
+    ">a\nACGT\r\nACGT\nAC\n": ("a", 3),                      # line endings mixed
+    ">a\nAC\nACGT\n": ("a", 3),                              # last line longer (pyfaidx accepts it, wrongly)
+}
+
+
+@pytest.mark.parametrize("text", sorted(RAGGED))
+def test_ragged_records_are_named(tmp_path, text):
+    path = tmp_path / "ragged.fa"
+    path.write_text(text)
+    for block_bytes in (4, 7, fasta_scan.BLOCK_BYTES):
+        with pytest.raises(fasta_scan.RaggedRecord) as excinfo:
+            scan(path, block_bytes)
+        assert (excinfo.value.record, excinfo.value.line) == RAGGED[text]
+
+
+def test_trailing_blank_lines_are_regular(tmp_path):
+    """samtools' rule: blank lines may follow a record's last line (pyfaidx raises on some)."""
+    path = tmp_path / "blank.fa"
+    path.write_text(">a\nACGT\nAC\n\n\n\n>b\nGG\n\n")
+    layout, bases = scan(path, 1 << 20)
+    assert layout.fai_text() == "a\t6\t3\t4\t5\nb\t2\t17\t2\t3\n"
+    assert bases == b"ACGTACGG"
+
+
+def test_gzip_library_falls_back_to_zlib(tmp_path, monkeypatch):
+    """Without isal and zlib-ng, plain gzip is read with the standard library, same bases."""
+    from seqsift.io import decompress
+
+    text, records = genome_text(5)
+    path = tmp_path / "genome.fa.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    fastest = b"".join(decompress.gzip_chunks(str(path)))
+    monkeypatch.setitem(__import__("sys").modules, "isal", None)
+    monkeypatch.setitem(__import__("sys").modules, "zlib_ng", None)
+    assert decompress.gzip_library()[0] == "zlib"
+    assert b"".join(decompress.gzip_chunks(str(path))) == fastest == text.encode()
