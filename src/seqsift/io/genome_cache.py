@@ -94,13 +94,15 @@ class GenomeCache:
     path: str
     table: dict            # names, lengths and the source's .fai columns (lists)
     record_starts: np.ndarray  # int64: byte offset of each record's first base in the file
+    identity: tuple        # (device, inode, mtime_ns, size): tells a rebuilt file from the one mapped before
 
     @staticmethod
     def open(path: Path, fingerprint: bytes) -> "GenomeCache | None":
         """The cache at ``path`` if it exists, is whole and belongs to ``fingerprint``; else None."""
         try:
             with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
+                stat = os.fstat(f.fileno())
+                size = stat.st_size
                 if size < HEADER_BYTES:
                     return None
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -125,7 +127,8 @@ class GenomeCache:
             mapped.close()
         starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        return GenomeCache(path=str(path), table=table, record_starts=starts + HEADER_BYTES)
+        return GenomeCache(path=str(path), table=table, record_starts=starts + HEADER_BYTES,
+                           identity=(stat.st_dev, stat.st_ino, stat.st_mtime_ns, size))
 
 
 class CacheWriter:

@@ -108,6 +108,8 @@ class Reference:
                   bytes per line including the line ending.
     genome_path:  the genome cache (seqsift.io.genome_cache) reads come from, or None
     record_starts: where each record's first base lies in ``genome_path`` (int64)
+    genome_identity: the cache file's (device, inode, mtime, size), so that a
+                  process maps a rebuilt cache afresh
     """
 
     path: str
@@ -122,6 +124,7 @@ class Reference:
     line_bytes: np.ndarray
     genome_path: str | None = None
     record_starts: np.ndarray | None = None
+    genome_identity: tuple | None = None
 
     def index_of(self, name: str) -> int:
         """Index of the record called ``name`` (ValueError if there is none)."""
@@ -207,7 +210,7 @@ _HANDLES_LOCK = threading.Lock()
 
 
 def _handle_key(ref: Reference) -> tuple:
-    return (os.getpid(), ref.path, ref.fai_path, ref.gzi_path, ref.genome_path)
+    return (os.getpid(), ref.path, ref.fai_path, ref.gzi_path, ref.genome_path, ref.genome_identity)
 
 
 def _open_handle(ref: Reference):
@@ -335,7 +338,8 @@ def _from_cache(genome: GenomeCache, source: Path, kind: str, display: str, cach
                      names=tuple(table["names"]), lengths=columns[0],
                      fai_path=_optional_str(indexes and indexes[0]), gzi_path=_optional_str(indexes and indexes[1]),
                      bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2], line_bytes=columns[3],
-                     genome_path=genome.path, record_starts=genome.record_starts)
+                     genome_path=genome.path, record_starts=genome.record_starts,
+                     genome_identity=genome.identity)
 
 
 def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fingerprint: bytes) -> Reference:

@@ -1,0 +1,216 @@
+"""The genome cache (seqsift.io.genome_cache) through open_reference and the engine.
+
+* hits are the same with and without the cache, for plain, gzip and BGZF
+  references (and both match the naive oracle, tests/naive_search.py);
+* a changed source (even with its size and mtime restored) is read afresh;
+* a damaged cache (cut short, a flipped byte in its record table) is rebuilt;
+* two jobs started together build it once (counted in its builds.log);
+* an unwritable cache location costs the cache, not the job.
+
+Each test has its own SEQSIFT_CACHE (tmp_path/cache).
+"""
+from __future__ import annotations
+
+import gzip
+import multiprocessing
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import seqsift
+from seqsift.errors import InputError
+from seqsift.io.reference import open_reference
+
+from naive_search import expected_rows, reverse_complement
+
+bgzf = pytest.importorskip("Bio.bgzf", reason="biopython writes the BGZF test files")
+
+CORE = ["record", "start", "end", "pattern", "distance", "strand"]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEQSIFT_CACHE", str(cache))
+    return cache
+
+
+def genome(seed: int = 1) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Records with N runs, lowercase and one shorter than every pattern; planted guides."""
+    rng = random.Random(seed)
+    guides = [("g1", "ACGTTGCAAGGCT"), ("g2", "GGATCCATG")]
+    body = "".join(rng.choice("ACGT") for _ in range(600))
+    records = [
+        ("chr1", body[:150] + guides[0][1] + "N" * 40 + body[150:300].lower() + reverse_complement(guides[1][1])
+         + body[300:]),
+        ("tiny", "ACG"),
+        ("chr2", "n" * 30 + guides[1][1].lower() + body[::-1][:200] + guides[0][1][:-1] + "T"),
+    ]
+    return records, guides
+
+
+def fasta_bytes(records, width=60, eol="\n", blank_between=False) -> bytes:
+    out = []
+    for name, seq in records:
+        out.append(f">{name} d{eol}" + "".join(seq[i:i + width] + eol for i in range(0, len(seq), width))
+                   + (eol if blank_between else ""))
+    return "".join(out).encode()
+
+
+def write(path: Path, data: bytes, layout: str) -> Path:
+    if layout == "gzip":
+        path.write_bytes(gzip.compress(data))
+    elif layout == "bgzf":
+        with bgzf.BgzfWriter(str(path), "wb") as out:
+            out.write(data)
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def builds(cache: Path) -> int:
+    log = cache / "reference" / "builds.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def core(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[CORE].astype({c: "int64" for c in ("start", "end", "distance")}).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("layout", ["plain", "gzip", "bgzf"])
+@pytest.mark.parametrize("text_format", [{"width": 60}, {"width": 7, "eol": "\r\n"}, {"width": 61, "blank_between": True}])
+def test_hits_identical_with_and_without_cache(tmp_path, client, private_cache, monkeypatch, layout, text_format):
+    records, guides = genome()
+    path = write(tmp_path / f"genome.{layout}.fa", fasta_bytes(records, **text_format), layout)
+    expected = expected_rows(records, guides, 2, "edit")
+    assert len(expected) >= 4
+
+    first = seqsift.search(str(path), guides, 2, metric="edit", client=client, chunk_size=64)
+    assert builds(private_cache) == 1
+    cached = open_reference(path)
+    assert cached.genome_path is not None
+    second = seqsift.search(str(path), guides, 2, metric="edit", client=client, chunk_size=64)
+    assert builds(private_cache) == 1  # the second job used the cache
+    pd.testing.assert_frame_equal(core(first), core(second))
+    pd.testing.assert_frame_equal(core(first), core(expected), check_dtype=False)
+
+    if layout != "gzip":  # without any cache: read through the .fai (and .gzi)
+        monkeypatch.setenv("SEQSIFT_CACHE", str(tmp_path / "not-a-directory" / "cache"))
+        (tmp_path / "not-a-directory").write_text("a file where the cache directory should be")
+        uncached = open_reference(path)
+        assert uncached.genome_path is None
+        without = seqsift.search(str(path), guides, 2, metric="edit", client=client, chunk_size=64)
+        pd.testing.assert_frame_equal(core(first), core(without))
+
+
+def test_read_view_is_a_zero_copy_slice(tmp_path):
+    records, _ = genome()
+    path = write(tmp_path / "g.fa", fasta_bytes(records, width=7), "plain")
+    ref = open_reference(path)
+    for i, (_, seq) in enumerate(records):
+        view = ref.read_view(i, 1, len(seq))
+        assert view.dtype == np.uint8 and not view.flags.owndata and not view.flags.writeable
+        assert view.tobytes() == seq[1:].encode() == ref.read(i, 1, len(seq))
+    with pytest.raises(IndexError):
+        ref.read_view(0, 5, 4)
+
+
+def test_changed_source_with_same_size_and_mtime_is_read_afresh(tmp_path, private_cache):
+    records, _ = genome()
+    path = write(tmp_path / "g.fa", fasta_bytes(records), "plain")
+    before = os.stat(path)
+    assert open_reference(path).read(0, 0, 20) == records[0][1][:20].encode()
+    changed = [(name, seq.translate(str.maketrans("ACGTacgt", "TGCAtgca"))) for name, seq in records]
+    path.write_bytes(fasta_bytes(changed))  # same layout, same size, other bases
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size and os.stat(path).st_mtime_ns == before.st_mtime_ns
+    ref = open_reference(path)
+    assert [ref.read(i, 0, len(s)) for i, (_, s) in enumerate(changed)] == [s.encode() for _, s in changed]
+    assert builds(private_cache) == 2
+
+
+def _cache_file(cache: Path) -> Path:
+    (found,) = (cache / "reference").glob("*.genome")
+    return found
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_table_byte", "flip_header_byte", "flip_payload_first_page"])
+def test_damaged_cache_is_rebuilt(tmp_path, private_cache, damage):
+    records, _ = genome()
+    path = write(tmp_path / "g.fa", fasta_bytes(records), "gzip")
+    open_reference(path)
+    cache_file = _cache_file(private_cache)
+    data = bytearray(cache_file.read_bytes())
+    if damage == "truncate":
+        data = data[:len(data) - 10]
+    elif damage == "flip_table_byte":
+        data[-5] ^= 0x01  # inside the JSON record table, at the end of the file
+    elif damage == "flip_header_byte":
+        data[20] ^= 0x01  # the payload size
+    else:
+        data[4096] ^= 0x20  # the first base: A <-> a
+    cache_file.write_bytes(bytes(data))
+    ref = open_reference(path)
+    assert [ref.read(i, 0, len(s)) for i, (_, s) in enumerate(records)] == [s.encode() for _, s in records]
+    assert builds(private_cache) == 2
+
+
+def _open_when_told(path: str, start, results) -> None:
+    start.wait()
+    ref = open_reference(path)
+    results.put((ref.genome_path, ref.read(0, 0, int(ref.lengths[0]))))
+
+
+def test_two_jobs_started_together_build_the_cache_once(tmp_path, private_cache):
+    records, _ = genome()
+    path = write(tmp_path / "g.fa.gz", fasta_bytes(records * 1, width=11), "bgzf")
+    context = multiprocessing.get_context("spawn")  # fresh interpreters, as two CLI runs
+    start, results = context.Event(), context.Queue()
+    jobs = [context.Process(target=_open_when_told, args=(str(path), start, results)) for _ in range(2)]
+    for job in jobs:
+        job.start()
+    start.set()
+    outcomes = [results.get(timeout=120) for _ in jobs]
+    for job in jobs:
+        job.join(timeout=120)
+        assert job.exitcode == 0
+    assert builds(private_cache) == 1
+    assert outcomes[0] == outcomes[1] and outcomes[0][1] == records[0][1].encode()
+
+
+def test_unwritable_cache_location(tmp_path, monkeypatch, capsys):
+    records, _ = genome()
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, so nothing can be created under it")
+    monkeypatch.setenv("SEQSIFT_CACHE", str(blocker / "cache"))
+    for layout in ("plain", "bgzf"):
+        path = write(tmp_path / f"g.{layout}.fa", fasta_bytes(records), layout)
+        ref = open_reference(path)
+        assert ref.genome_path is None
+        assert [ref.read(i, 0, len(s)) for i, (_, s) in enumerate(records)] == [s.encode() for _, s in records]
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "without the genome cache" in err
+    path = write(tmp_path / "g.gz.fa", fasta_bytes(records), "gzip")
+    with pytest.raises(InputError) as excinfo:
+        open_reference(path)
+    message = str(excinfo.value)
+    assert "\n" not in message and "plain gzip" in message and "SEQSIFT_CACHE" in message
+
+
+def test_bgzf_index_matches_the_blocks(tmp_path):
+    """The .gzi written in the pass lists every block after the first, as Bio.bgzf sees them."""
+    rng = np.random.default_rng(2)
+    seq = rng.choice(list("ACGTN"), 400_000)
+    text = (">r\n" + "\n".join("".join(seq[i:i + 60]) for i in range(0, len(seq), 60)) + "\n").encode()
+    path = write(tmp_path / "big.fa.gz", text, "bgzf")
+    ref = open_reference(path)
+    table = np.fromfile(ref.gzi_path, dtype="<u8")
+    with open(path, "rb") as handle:
+        blocks = [(start, data_start) for start, _, data_start, data_len in bgzf.BgzfBlocks(handle) if data_len]
+    assert int(table[0]) == len(blocks) - 1 > 3
+    assert table[1:].reshape(-1, 2).tolist() == [list(b) for b in blocks[1:]]
+    assert ref.read(0, 0, len(seq)) == "".join(seq).encode()
