@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 __all__ = ["gzip_chunks", "BgzfBlocks", "bgzf_blocks", "bgzf_chunks", "write_gzi", "DecompressError",
-           "gzip_library"]
+           "gzip_library", "decompress_failures"]
 
 _CHUNK = 16 << 20
 _BATCH_BYTES = 8 << 20  # compressed bytes per BGZF task
@@ -54,7 +54,8 @@ def gzip_library() -> tuple[str, Callable, Callable]:
     return "zlib", lambda path: gzip.open(path, "rb"), lambda data: zlib.decompress(data, wbits=31)
 
 
-def _decompress_failures() -> tuple[type, ...]:
+def decompress_failures() -> tuple[type, ...]:
+    """The exceptions a corrupt or truncated stream raises, from every library present."""
     errors = [OSError, EOFError, ValueError]
     for module, name in (("zlib", "error"), ("isal.isal_zlib", "error"), ("zlib_ng.zlib_ng", "error")):
         try:
@@ -67,7 +68,7 @@ def _decompress_failures() -> tuple[type, ...]:
 def gzip_chunks(path: str) -> Iterator[bytes]:
     """The uncompressed bytes of a gzip file, in chunks of about 16 MiB."""
     _, opener, _ = gzip_library()
-    failures = _decompress_failures()
+    failures = decompress_failures()
     try:
         with opener(path) as stream:
             while True:
@@ -126,7 +127,7 @@ def bgzf_blocks(path: str) -> BgzfBlocks:
 def bgzf_chunks(path: str, blocks: BgzfBlocks, threads: int) -> Iterator[bytes]:
     """The uncompressed bytes of a BGZF file, batches of blocks inflated on ``threads`` threads, in order."""
     _, _, inflate = gzip_library()
-    failures = _decompress_failures()
+    failures = decompress_failures()
     ends = blocks.compressed + blocks.sizes
     batch_starts = [0]
     for k in range(1, len(blocks.compressed)):  # per block, cheap: ~50k blocks per GB compressed

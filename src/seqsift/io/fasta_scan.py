@@ -74,6 +74,7 @@ class FastaLayout:
     line_bases: np.ndarray
     line_bytes: np.ndarray
     total_bytes: int  # the uncompressed file's size
+    header_lines: np.ndarray | None = None  # 1-based line number of each record's header
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format)."""
@@ -222,20 +223,23 @@ def _scan_block(block: _Block) -> _Lines:
 # --------------------------------------------------------------------------
 
 def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | None = None,
-               threads: int | None = None) -> FastaLayout:
+               threads: int | None = None, require_regular: bool = True, check_ascii: bool = True) -> FastaLayout:
     """Scan ``blocks`` (from blocks_of_file / blocks_of_stream) into a FastaLayout.
 
     ``sink``, if given, receives the sequence bytes of every record, in file
     order, as uint8 arrays (record i's bases are the next ``lengths[i]``).
-    Raises RaggedRecord or HeaderProblem (see their docstrings); the caller
-    checks what a .fai cannot say (no records, empty records, duplicates).
+    Raises RaggedRecord (unless not ``require_regular``: then the .fai
+    columns of irregular records are meaningless, the names, lengths and
+    bases right) or HeaderProblem (a non-ASCII sequence byte only with
+    ``check_ascii``); the caller checks what a .fai cannot say (no records,
+    empty records, duplicates).
     """
     threads = threads or worker_threads()
     parts: list[_Lines] = []
     seen_header = False
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="seqsift-scan") as pool:
         for lines in _in_order(pool, blocks, 2 * threads):
-            if lines.non_ascii:
+            if lines.non_ascii and check_ascii:
                 raise HeaderProblem("a non-ASCII byte")
             if sink is not None and lines.sequence.size:
                 sequence = lines.sequence
@@ -246,7 +250,7 @@ def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | No
             seen_header = seen_header or bool(len(lines.header_text))
             lines.sequence = None
             parts.append(lines)
-    return _layout(parts)
+    return _layout(parts, require_regular)
 
 
 def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block], ahead: int) -> Iterator[_Lines]:
@@ -278,7 +282,7 @@ def _join_lines(parts: list[_Lines]):
             header[line_starts])
 
 
-def _layout(parts: list[_Lines]) -> FastaLayout:
+def _layout(parts: list[_Lines], require_regular: bool = True) -> FastaLayout:
     if not parts:
         return FastaLayout((), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     length, carriage, newline, header = _join_lines(parts)
@@ -329,9 +333,10 @@ def _layout(parts: list[_Lines]) -> FastaLayout:
         ((index < last) & ((length != width[owner]) | (bases != per_line[owner])))
         | ((index == last) & (bases > per_line[owner])))
     bad_lines = np.flatnonzero(bad)
-    if len(bad_lines):
+    if len(bad_lines) and require_regular:
         line = int(bad_lines[0])
         raise RaggedRecord(names[int(record_of_line[line])], line + 1)
     return FastaLayout(names=tuple(names), lengths=record_length.astype(np.int64),
                        offsets=offsets.astype(np.int64), line_bases=per_line.astype(np.int64),
-                       line_bytes=width.astype(np.int64), total_bytes=total_bytes)
+                       line_bytes=width.astype(np.int64), total_bytes=total_bytes,
+                       header_lines=(heads + 1).astype(np.int64))

@@ -35,18 +35,17 @@ message names the file and line (or list item, or command-line position).
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import numpy as np
 
 from ..alphabet import IUPAC_MASKS, invalid_pattern_letters
-from ..errors import InputError, quote, reading
+from ..errors import InputError, quote
 from ..patterns import PatternSet
+from .records import file_bytes
 
 __all__ = ["read_patterns", "patterns_from_cli", "validate_patterns_for_job"]
 
@@ -248,25 +247,11 @@ def _read_pattern_file(path, alphabet: str) -> PatternSet:
 
 def _file_lines(path: Path, display: str) -> list[str]:
     """The file's text lines (gzip/BGZF decompressed), or an InputError saying why not."""
-    try:
-        with reading(display):
-            if path.is_dir():
-                raise InputError(f"{display}: is a directory, not a pattern file")
-            data = path.read_bytes()
-    except InputError:
-        if path.exists() or path.is_symlink():
-            raise
-        hint = ""
-        if _LOOKS_LIKE_SEQUENCES.fullmatch(display):
-            hint = (" (to search for that sequence itself, pass it in a list, e.g. "
-                    f"read_patterns([{display!r}]), or on the command line)")
-        raise InputError(f"{display}: no such file{hint}") from None
-
-    if data[:2] == b"\x1f\x8b":  # gzip or BGZF (BGZF is valid multi-member gzip)
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise InputError(f"{display}: the gzip data is corrupt or truncated ({err})") from None
+    hint = ""
+    if _LOOKS_LIKE_SEQUENCES.fullmatch(display):
+        hint = (" (to search for that sequence itself, pass it in a list, e.g. "
+                f"read_patterns([{display!r}]), or on the command line)")
+    data = file_bytes(path, "a pattern file", hint)
     if b"\x00" in data:
         raise InputError(f"{display}: looks like binary data, not a text file of patterns")
     try:

@@ -1,0 +1,189 @@
+"""Small sequence files read whole: pattern files and ``screen``'s FASTA/FASTQ inputs.
+
+:func:`file_bytes` is the one place such a file is opened: missing,
+directory, unreadable, gzip/BGZF (inflated with the fastest library present,
+:mod:`seqsift.io.decompress`), other compressions refused, all as one-line
+InputErrors. :func:`read_records` turns FASTA or FASTQ bytes into names and
+one buffer of sequence bytes, with each record's header line for messages.
+FASTA goes through the reference's vectorized scanner (fasta_scan, any line
+lengths); FASTQ is parsed as arrays of lines, four per record, with no Python
+loop per line.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError, quote, reading
+from . import decompress, fasta_scan
+
+__all__ = ["file_bytes", "read_records", "parse_records", "SequenceRecords"]
+
+_OTHER_COMPRESSIONS = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
+_INNER_WHITESPACE = np.zeros(256, dtype=bool)
+_INNER_WHITESPACE[list(b" \t\r\v\f")] = True
+
+
+def file_bytes(path: str | os.PathLike, kind: str, missing_hint: str = "") -> bytes:
+    """The whole file, decompressed if gzip or BGZF; InputError (naming the file) if that fails.
+
+    ``kind`` completes "is a directory, not ..." (e.g. "a pattern file");
+    ``missing_hint`` is added to "no such file" (e.g. how to pass a sequence itself).
+    """
+    display = os.fspath(path)
+    source = Path(os.path.expanduser(display))
+    if not source.exists() and not source.is_symlink():
+        raise InputError(f"{display}: no such file{missing_hint}")
+    with reading(display):
+        if source.is_dir():
+            raise InputError(f"{display}: is a directory, not {kind}")
+        data = source.read_bytes()
+    if data[:2] == b"\x1f\x8b":  # gzip or BGZF (BGZF is valid multi-member gzip)
+        _, _, inflate = decompress.gzip_library()
+        try:
+            data = inflate(data)
+        except decompress.decompress_failures() as err:
+            raise InputError(f"{display}: the gzip data is corrupt or truncated ({err})") from None
+    for magic, name in _OTHER_COMPRESSIONS.items():
+        if data.startswith(magic):
+            raise InputError(f"{display}: is {name}-compressed; seqsift reads these files plain or "
+                             f"gzip-compressed (decompress it, or recompress it with gzip)")
+    return data
+
+
+@dataclass
+class SequenceRecords:
+    """Records of a FASTA/FASTQ file: record k is ``sequences[offsets[k]:offsets[k + 1]]``.
+
+    sequences: uint8, the bases as in the file (case kept; whitespace and line
+    endings dropped); header_lines: the 1-based line of each record's header.
+    """
+
+    names: list[str]
+    sequences: np.ndarray
+    offsets: np.ndarray
+    header_lines: np.ndarray
+    format: str  # "fasta" or "fastq"
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def sequence(self, k: int) -> bytes:
+        return self.sequences[self.offsets[k]:self.offsets[k + 1]].tobytes()
+
+
+def read_records(path: str | os.PathLike, missing_hint: str = "") -> SequenceRecords:
+    """The records of a FASTA or FASTQ file (plain, gzip or BGZF); see ``parse_records``."""
+    return parse_records(file_bytes(path, "a FASTA or FASTQ file", missing_hint), os.fspath(path))
+
+
+def parse_records(data: bytes, display: str) -> SequenceRecords:
+    """FASTA or FASTQ ``data`` (told by its first non-blank byte) as SequenceRecords.
+
+    InputError, naming the line, for: no records, text that is neither, a
+    header without a name, a FASTQ record without its '+' line or with a
+    quality of another length (multi-line FASTQ is not supported).
+    Records with no bases are returned as they are (the caller decides).
+    """
+    if not data.strip():
+        raise InputError(f"{display}: is empty (no sequences)")
+    if b"\x00" in data[:1 << 16]:
+        raise InputError(f"{display}: looks like binary data, not a FASTA or FASTQ file")
+    text = data.lstrip()
+    first_line = data[:len(data) - len(text)].count(b"\n") + 1
+    if text.startswith(b">"):
+        return _fasta(data, display)
+    if text.startswith(b"@"):
+        return _fastq(data, display)
+    found = text.split(b"\n", 1)[0][:20]
+    raise InputError(f"{display}: line {first_line}: not FASTA or FASTQ: a record starts with '>' (FASTA) "
+                     f"or '@' (FASTQ), this line with {quote(found)}")
+
+
+def _name(header: bytes, line: int, display: str) -> str:
+    words = header[1:].split()
+    if not words:
+        raise InputError(f"{display}: line {line}: header line has no name (nothing after {header[:1].decode()!r})")
+    return words[0].decode("utf-8", errors="backslashreplace")
+
+
+def _fasta(data: bytes, display: str) -> SequenceRecords:
+    parts: list[np.ndarray] = []
+    try:
+        layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_stream([data]), parts.append, threads=1,
+                                       require_regular=False)
+    except fasta_scan.HeaderProblem:
+        # name the line: the first header without a name (non-ASCII sequence bytes are kept)
+        for number, line in enumerate(data.split(b"\n"), start=1):
+            if line.startswith(b">"):
+                _name(line.rstrip(), number, display)
+        raise InputError(f"{display}: a header line is not UTF-8 text") from None
+    sequences = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    lengths = layout.lengths
+    inner = _INNER_WHITESPACE[sequences]
+    if inner.any():  # spaces or tabs inside sequence lines are no bases
+        record_of_byte = np.repeat(np.arange(len(lengths)), lengths)
+        lengths = np.bincount(record_of_byte[~inner], minlength=len(lengths)).astype(np.int64)
+        sequences = sequences[~inner]
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return SequenceRecords(list(layout.names), sequences, offsets, layout.header_lines, "fasta")
+
+
+def _fastq(data: bytes, display: str) -> SequenceRecords:
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buffer == 10)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.append(newlines, len(buffer))
+    keep = starts < len(buffer)            # no empty line after a final '\n'
+    starts, ends = starts[keep], ends[keep]
+    line_numbers = np.flatnonzero(keep) + 1
+    ends = ends - ((ends > starts) & (buffer[np.maximum(ends - 1, 0)] == 13))  # '\r\n'
+    blank = ends == starts
+    # blank lines are allowed between records only: drop them where a header is expected
+    not_blank = np.flatnonzero(~blank)
+    starts, ends, line_numbers = starts[not_blank], ends[not_blank], line_numbers[not_blank]
+    count = len(starts) // 4
+    if len(starts) % 4:
+        k = count * 4
+        raise InputError(f"{display}: record starting at line {int(line_numbers[k])}: truncated (a FASTQ record "
+                         f"has 4 lines: @name, sequence, +, quality)")
+    heads, seqs, pluses, quals = (np.arange(count) * 4 + j for j in range(4))
+    bad_head = np.flatnonzero(buffer[starts[heads]] != ord("@"))
+    if bad_head.size:
+        k = heads[bad_head[0]]
+        raise InputError(f"{display}: line {int(line_numbers[k])}: expected '@' at the start of a FASTQ record, "
+                         f"found {quote(data[starts[k]:ends[k]][:20])}")
+    names = [_name(data[a:b], int(n), display) for a, b, n in
+             zip(starts[heads].tolist(), ends[heads].tolist(), line_numbers[heads].tolist())]
+    bad_plus = np.flatnonzero(buffer[starts[pluses]] != ord("+"))
+    if bad_plus.size:
+        k = int(bad_plus[0])
+        raise InputError(f"{display}: record {quote(names[k])} (line {int(line_numbers[heads[k]])}): line "
+                         f"{int(line_numbers[pluses[k]])} should be the '+' line, found "
+                         f"{quote(data[starts[pluses[k]]:ends[pluses[k]]][:20])} (multi-line FASTQ is not supported)")
+    sequence_lengths = ends[seqs] - starts[seqs]
+    quality_lengths = ends[quals] - starts[quals]
+    bad_quality = np.flatnonzero(sequence_lengths != quality_lengths)
+    if bad_quality.size:
+        k = int(bad_quality[0])
+        raise InputError(f"{display}: record {quote(names[k])} (line {int(line_numbers[heads[k]])}): the quality "
+                         f"line has {int(quality_lengths[k])} characters but the sequence has "
+                         f"{int(sequence_lengths[k])}")
+    # the sequence lines' bytes, gathered without a loop
+    total = int(sequence_lengths.sum())
+    first_byte = np.repeat(starts[seqs] - np.concatenate(([0], np.cumsum(sequence_lengths)[:-1])), sequence_lengths)
+    sequences = buffer[first_byte + np.arange(total)]
+    lengths = sequence_lengths
+    inner = _INNER_WHITESPACE[sequences]
+    if inner.any():
+        record_of_byte = np.repeat(np.arange(count), sequence_lengths)
+        lengths = np.bincount(record_of_byte[~inner], minlength=count).astype(np.int64)
+        sequences = sequences[~inner]
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return SequenceRecords(names, sequences, offsets, line_numbers[heads].astype(np.int64), "fastq")
