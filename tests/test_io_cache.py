@@ -214,3 +214,22 @@ def test_bgzf_index_matches_the_blocks(tmp_path):
     assert int(table[0]) == len(blocks) - 1 > 3
     assert table[1:].reshape(-1, 2).tolist() == [list(b) for b in blocks[1:]]
     assert ref.read(0, 0, len(seq)) == "".join(seq).encode()
+
+
+def test_cache_write_failure_costs_only_the_cache(tmp_path, private_cache, monkeypatch, capsys):
+    """A full disk while the cache is written: a note, the job goes on, nothing half-written is left."""
+    import errno
+
+    from seqsift.io import genome_cache
+
+    def full(self, offset, count):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(genome_cache.CacheWriter, "region", full)
+    records, _ = genome()
+    path = write(tmp_path / "g.fa", fasta_bytes(records), "plain")
+    ref = open_reference(path)
+    assert ref.genome_path is None
+    assert [ref.read(i, 0, len(s)) for i, (_, s) in enumerate(records)] == [s.encode() for _, s in records]
+    assert "No space left on device" in capsys.readouterr().err
+    assert not [p for p in (private_cache / "reference").iterdir() if ".genome" in p.name and not p.name.endswith(".lock")]

@@ -25,13 +25,13 @@ rewrites it with even lines (reference.py) and scans the copy.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-__all__ = ["scan_fasta", "FastaLayout", "RaggedRecord", "HeaderProblem", "blocks_of_file",
+__all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "blocks_of_file",
            "blocks_of_stream", "BLOCK_BYTES", "worker_threads"]
 
 BLOCK_BYTES = 64 << 20
@@ -222,12 +222,24 @@ def _scan_block(block: _Block) -> _Lines:
 # The whole file
 # --------------------------------------------------------------------------
 
+class Destination(Protocol):
+    """Where scan_fasta places the bases itself, from its threads (the genome cache)."""
+
+    def region(self, offset: int, count: int) -> np.ndarray | None:
+        """A writable uint8 array for bases ``[offset, offset + count)`` of the file's
+        concatenated records, or None to drop them (the destination gave up)."""
+
+
 def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | None = None,
-               threads: int | None = None, require_regular: bool = True, check_ascii: bool = True) -> FastaLayout:
+               threads: int | None = None, require_regular: bool = True, check_ascii: bool = True,
+               destination: Destination | None = None) -> FastaLayout:
     """Scan ``blocks`` (from blocks_of_file / blocks_of_stream) into a FastaLayout.
 
-    ``sink``, if given, receives the sequence bytes of every record, in file
-    order, as uint8 arrays (record i's bases are the next ``lengths[i]``).
+    The bases of every record, in file order (record i's are the next
+    ``lengths[i]``), go to ``sink`` (called in this thread with uint8 arrays)
+    and/or ``destination``, into which the scanning threads copy them
+    themselves, in parallel (each block learns where its bases go from the
+    block before it, as soon as that block knows how many it has).
     Raises RaggedRecord (unless not ``require_regular``: then the .fai
     columns of irregular records are meaningless, the names, lengths and
     bases right) or HeaderProblem (a non-ASCII sequence byte only with
@@ -236,32 +248,55 @@ def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | No
     """
     threads = threads or worker_threads()
     parts: list[_Lines] = []
-    seen_header = False
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="seqsift-scan") as pool:
-        for lines in _in_order(pool, blocks, 2 * threads):
+        for lines in _in_order(pool, blocks, 2 * threads, destination):
             if lines.non_ascii and check_ascii:
                 raise HeaderProblem("a non-ASCII byte")
-            if sink is not None and lines.sequence.size:
-                sequence = lines.sequence
-                if not seen_header:  # blank lines before the first header are no record's bases
-                    sequence = sequence[lines.before_first_header:] if lines.before_first_header >= 0 else sequence[:0]
-                if sequence.size:
-                    sink(sequence)
-            seen_header = seen_header or bool(len(lines.header_text))
+            if sink is not None and len(lines.sequence):
+                sink(lines.sequence)
             lines.sequence = None
             parts.append(lines)
     return _layout(parts, require_regular)
 
 
-def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block], ahead: int) -> Iterator[_Lines]:
-    """Scan blocks on the pool, at most ``ahead`` at once, yielding results in order."""
+def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block], ahead: int,
+              destination: Destination | None) -> Iterator[_Lines]:
+    """Scan blocks on the pool, at most ``ahead`` at once, yielding results in order.
+
+    Each task hands the next one (through a Future) where its bases end and
+    whether a header has been seen; tasks start in order, so the one a task
+    waits for is always running or done.
+    """
     queue = []
+    before: Future = Future()
+    before.set_result((0, False))
     for block in blocks:
-        queue.append(pool.submit(_scan_block, block))
+        after: Future = Future()
+        queue.append(pool.submit(_scan_and_place, block, destination, before, after))
+        before = after
         if len(queue) >= ahead:
             yield queue.pop(0).result()
     while queue:
         yield queue.pop(0).result()
+
+
+def _scan_and_place(block: _Block, destination: Destination | None, before: Future, after: Future) -> _Lines:
+    try:
+        lines = _scan_block(block)
+        offset, seen_header = before.result()
+    except BaseException as err:
+        after.set_exception(err)  # the tasks after this one fail too, instead of waiting forever
+        raise
+    sequence = lines.sequence
+    if not seen_header:  # blank lines before the first header are no record's bases
+        sequence = sequence[lines.before_first_header:] if lines.before_first_header >= 0 else sequence[:0]
+    after.set_result((offset + len(sequence), seen_header or bool(lines.header_text)))
+    if destination is not None and len(sequence):
+        region = destination.region(offset, len(sequence))
+        if region is not None:
+            np.copyto(region, sequence)
+    lines.sequence = sequence
+    return lines
 
 
 def _join_lines(parts: list[_Lines]):

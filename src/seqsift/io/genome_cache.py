@@ -33,11 +33,13 @@ finished cache valid and uses it. Every build appends a line to
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import mmap
 import os
 import struct
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -132,35 +134,84 @@ class GenomeCache:
 
 
 class CacheWriter:
-    """Writes a cache file during the scan: ``add`` the payload in order, then ``finish``."""
+    """Writes a cache file during the scan, then ``finish`` renames it into place.
 
-    def __init__(self, path: Path, fingerprint: bytes):
+    The payload is written through a shared writable memory map, so the
+    scanning threads copy their blocks' bases in parallel (``region``; a
+    single ``write`` stream ran at about 0.7 GB/s here, slower than the scan).
+    Space is reserved with ``posix_fallocate`` first: a full disk then fails
+    here, as an OSError, instead of as a SIGBUS when a mapped page is written.
+    ``capacity`` is a guess of the payload size (the file's size for plain
+    FASTA); the file grows when it is exceeded and is cut to size at the end.
+    """
+
+    def __init__(self, path: Path, fingerprint: bytes, capacity: int = 0):
         self.path = Path(path)
         self.fingerprint = fingerprint
-        self.temporary = self.path.with_name(f".tmp-{os.getpid()}-{self.path.name}")
-        self.handle = open(self.temporary, "wb")
-        self.handle.write(b"\x00" * HEADER_BYTES)
-        self.payload_bytes = 0
+        self.temporary = self.path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}-{self.path.name}")
+        self.fd = os.open(self.temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.lock = threading.Lock()
+        self.maps: list[mmap.mmap] = []
+        self.payload: np.ndarray | None = None
+        self.capacity = 0
+        self.appended = 0
+        try:
+            self._grow(max(int(capacity), 1 << 20))
+        except OSError:
+            self.abandon()
+            raise
+
+    def _grow(self, capacity: int) -> None:
+        total = HEADER_BYTES + capacity
+        try:
+            os.posix_fallocate(self.fd, 0, total)
+        except OSError as err:
+            if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise  # ENOSPC and the like: no cache
+            os.ftruncate(self.fd, total)  # a filesystem without fallocate
+        mapped = mmap.mmap(self.fd, total)
+        self.maps.append(mapped)  # earlier maps stay open: other threads may be writing through them
+        self.payload = np.frombuffer(mapped, dtype=np.uint8)[HEADER_BYTES:]
+        self.capacity = capacity
+
+    def region(self, offset: int, count: int) -> np.ndarray:
+        """A writable view of payload bytes ``[offset, offset + count)`` (see fasta_scan.Destination)."""
+        with self.lock:
+            if offset + count > self.capacity:
+                self._grow(max(offset + count, 2 * self.capacity))
+            payload = self.payload
+        return payload[offset:offset + count]
 
     def add(self, sequence: np.ndarray) -> None:
-        self.handle.write(memoryview(sequence))
-        self.payload_bytes += len(sequence)
+        """Append ``sequence`` to the payload (the one-thread way to fill it)."""
+        np.copyto(self.region(self.appended, len(sequence)), sequence)
+        self.appended += len(sequence)
+
+    def _unmap(self) -> None:
+        self.payload = None
+        for mapped in self.maps:
+            try:
+                mapped.close()
+            except BufferError:
+                pass  # a view is still alive somewhere; the map closes when it is collected
+        self.maps = []
 
     def finish(self, table: dict) -> GenomeCache:
         """Append the table, write the header, rename into place; returns the opened cache."""
+        payload_bytes = int(sum(table["lengths"]))
         raw = json.dumps(table, separators=(",", ":")).encode()
-        self.handle.write(raw)
-        self.handle.flush()
-        fields = _FIELDS.pack(MAGIC, self.payload_bytes, len(raw), len(table["names"]), self.fingerprint)
-        with open(self.temporary, "rb") as f:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            try:
-                sample = _payload_sample(mapped, self.payload_bytes)
-            finally:
-                mapped.close()
-        self.handle.seek(0)
-        self.handle.write(fields + _digest(fields, raw, sample))
-        self.handle.close()
+        self._unmap()
+        os.ftruncate(self.fd, HEADER_BYTES + payload_bytes)
+        os.pwrite(self.fd, raw, HEADER_BYTES + payload_bytes)
+        fields = _FIELDS.pack(MAGIC, payload_bytes, len(raw), len(table["names"]), self.fingerprint)
+        mapped = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+        try:
+            sample = _payload_sample(mapped, payload_bytes)
+        finally:
+            mapped.close()
+        os.pwrite(self.fd, fields + _digest(fields, raw, sample), 0)
+        os.close(self.fd)
+        self.fd = None
         os.chmod(self.temporary, 0o644)
         os.replace(self.temporary, self.path)
         with open(self.path.parent / BUILD_LOG, "a") as log:
@@ -171,7 +222,10 @@ class CacheWriter:
         return cache
 
     def abandon(self) -> None:
-        self.handle.close()
+        self._unmap()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
         try:
             os.unlink(self.temporary)
         except OSError:

@@ -398,18 +398,22 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
     Raises fasta_scan.RaggedRecord, or InputError for anything wrong with the file.
     """
     threads = fasta_scan.worker_threads()
-    writer = _SafeWriter(genome_file, fingerprint, display) if genome_file is not None else None
+    writer = None
     bgzf_blocks = None
     try:
         with reading(display):
+            size = os.path.getsize(target)
             if kind == _PLAIN:
-                blocks = fasta_scan.blocks_of_file(str(target))
+                blocks, capacity = fasta_scan.blocks_of_file(str(target)), size
             elif kind == _GZIP:
-                blocks = fasta_scan.blocks_of_stream(decompress.gzip_chunks(str(target)))
+                blocks, capacity = fasta_scan.blocks_of_stream(decompress.gzip_chunks(str(target))), 4 * size
             else:
                 bgzf_blocks = decompress.bgzf_blocks(str(target))
+                capacity = bgzf_blocks.total
                 blocks = fasta_scan.blocks_of_stream(decompress.bgzf_chunks(str(target), bgzf_blocks, threads))
-            layout = fasta_scan.scan_fasta(blocks, writer.add if writer else None, threads)
+            if genome_file is not None:
+                writer = _SafeWriter(genome_file, fingerprint, display, capacity)
+            layout = fasta_scan.scan_fasta(blocks, threads=threads, destination=writer)
         _check_records(layout.names, layout.lengths, display)
     except decompress.DecompressError as err:
         if writer:
@@ -434,12 +438,14 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
 
 
 class _SafeWriter:
-    """A CacheWriter whose failures (disk full, say) cost the cache, never the job."""
+    """A CacheWriter whose failures (disk full, say) cost the cache, never the job
+    (a fasta_scan.Destination: region() returns None once it has given up)."""
 
-    def __init__(self, path: Path, fingerprint: bytes, display: str):
+    def __init__(self, path: Path, fingerprint: bytes, display: str, capacity: int):
         self.display = display
+        self.writer: CacheWriter | None = None
         try:
-            self.writer: CacheWriter | None = CacheWriter(path, fingerprint)
+            self.writer = CacheWriter(path, fingerprint, capacity)
         except OSError as err:
             self._give_up(err)
 
@@ -447,12 +453,15 @@ class _SafeWriter:
         _notice(f"cannot write the genome cache of {self.display} ({err.strerror or err}); going on without it")
         self.abandon()
 
-    def add(self, sequence: np.ndarray) -> None:
-        if self.writer is not None:
-            try:
-                self.writer.add(sequence)
-            except OSError as err:
-                self._give_up(err)
+    def region(self, offset: int, count: int) -> np.ndarray | None:
+        writer = self.writer
+        if writer is None:
+            return None
+        try:
+            return writer.region(offset, count)
+        except OSError as err:
+            self._give_up(err)
+            return None
 
     def finish(self, table: dict) -> GenomeCache | None:
         if self.writer is None:
@@ -464,7 +473,7 @@ class _SafeWriter:
             return None
 
     def abandon(self) -> None:
-        writer, self.writer = getattr(self, "writer", None), None
+        writer, self.writer = self.writer, None
         if writer is not None:
             writer.abandon()
 
