@@ -103,7 +103,7 @@ def sass_of(kernel: str, width: int) -> str | None:
     nvcc, cuobjdump = shutil.which("nvcc"), shutil.which("cuobjdump")
     if not nvcc or not cuobjdump:
         return None
-    source = Path(sw.__file__).with_suffix(".cu")
+    source = Path(sw.__file__).with_name("sw.cu")
     obj = Path(tempfile.mkdtemp(prefix="bench-sw-")) / "sw.o"
     subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", f"-DSW_SCORE_BITS={width}", "-c", str(source), "-o",
                     str(obj)], check=True)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-KERNELS = sorted((Path(__file__).parents[1] / "src" / "seqsift" / "kernels").glob("*.cu"))
+KERNEL_DIR = Path(__file__).parents[1] / "src" / "seqsift" / "kernels"
+KERNELS = sorted(KERNEL_DIR.glob("**/*.cu"))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("source", KERNELS, ids=[p.name for p in KERNELS])
 def test_cu_file_compiles_for_sm_90(source, tmp_path):
-    result = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / "out.o")],
+    result = subprocess.run(["nvcc", "-arch=sm_90", f"-I{KERNEL_DIR}", "-c", str(source), "-o", str(tmp_path / "out.o")],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seqsift.kernels import sw, sw_cpu
+from seqsift.kernels import sw
+from seqsift.kernels.sw import cpu as sw_cpu
 
 pytestmark = pytest.mark.gpu
 

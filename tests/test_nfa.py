@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import ALGORITHMS, choose_algorithm, find_ends, nfa_cpu, oracle
+from seqsift.kernels import ALGORITHMS, choose_algorithm, find_ends, oracle
+from seqsift.kernels.nfa import cpu as nfa_cpu
 from seqsift.kernels.nfa import nfa_cpu as nfa_search
 from seqsift.patterns import PatternBatch, PatternSet
 from test_engine import mutate

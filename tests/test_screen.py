@@ -19,7 +19,8 @@ import pytest
 from seqsift.alphabet import encode_text
 from seqsift.engine.screen import pad_length, plan_tasks, read_sequences, screen
 from seqsift.errors import InputError
-from seqsift.kernels import sw, sw_cpu
+from seqsift.kernels import sw
+from seqsift.kernels.sw import cpu as sw_cpu
 
 parasail = pytest.importorskip("parasail")
 
@@ -914,7 +915,7 @@ def cuda_on_host(tmp_path_factory):
     if compiler is None:
         pytest.skip("g++ not found: the host build of sw.cu needs it")
     folder = tmp_path_factory.mktemp("sw_host")
-    source = (sw_cpu.__file__[: -len("sw_cpu.py")] + "sw.cu")
+    source = (sw_cpu.__file__[: -len("cpu.py")] + "sw.cu")
     text = open(source).read()
     text = text.replace("extern __shared__ __align__(16) unsigned char sw_shared[];", "")   # the shim's array
     text = "\n".join(line for line in text.splitlines() if not line.startswith("SW_BPBC_KERNELS("))

@@ -380,7 +380,7 @@ class _Job:
 
 def run_screen_task(sequences: _Sequences, task: PairTask, job: _Job) -> dict:
     """Scores of a task's pairs; with a threshold, only the survivors (and their alignments)."""
-    from ..kernels import sw_cpu
+    from ..kernels.sw import cpu as sw_cpu
 
     qi, ti = task.pair_indices()
     q_start, q_len = sequences.starts[qi], sequences.lengths[qi]

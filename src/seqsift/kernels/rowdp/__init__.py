@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from . import rowdp_cpu as _cpu
-from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from .. import EndHits
+from . import cpu as _cpu
+from ..hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 THREADS = 256                      # ROWDP_THREADS in rowdp.cu
@@ -115,9 +115,9 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
     """
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
-    module = load_module("rowdp.cu")
+    module = load_module("rowdp/rowdp.cu")
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     masks = cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8))
     lengths_device = cupy.asarray(lengths)
@@ -128,7 +128,7 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
 
 
 def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int | None) -> EndHits:
-    from .cuda import compact_hits_buffers, to_device_text
+    from ..cuda import compact_hits_buffers, to_device_text
 
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     text_device = to_device_text(text)
@@ -151,7 +151,7 @@ def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int
         _, out_row, out_end, out_dist = buffers
         parts.append(EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()))
     if too_long.size:
-        from .edit_cuda import _subset, myers
+        from ..edit.cuda import _subset, myers
 
         hits = myers(text_device, _subset(batch, too_long), k, lo, hi)
         parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import Algorithm
-from . import sw_cpu
+from .. import Algorithm
+from . import cpu as sw_cpu
 
 __all__ = ["Scoring", "SW_ALGORITHMS", "score_bits", "reach_bits", "pair_scores", "pairs_reaching", "align",
            "GPU_SCORE_WIDTHS"]
@@ -221,14 +221,14 @@ def cuda_w2b(codes, pairs: int, length_out: int, word_bits: int):
     """W2B on the device: codes (pairs x L uint8, CuPy) -> planes (groups, 3, length_out)."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     dtype = _word(word_bits)
     groups = -(-pairs // word_bits)
     planes = cupy.empty((groups, sw_cpu.PLANES, length_out), dtype=dtype)
     threads = groups * length_out
     if threads:
-        kernel = load_module("sw.cu").get_function(f"sw_w2b{word_bits}")
+        kernel = load_module("sw/sw.cu").get_function(f"sw_w2b{word_bits}")
         kernel(((threads + THREADS - 1) // THREADS,), (THREADS,),
                (codes, np.int64(pairs), np.int32(codes.shape[1]), np.int32(length_out), np.int64(groups), planes))
     return planes
@@ -253,7 +253,7 @@ def cuda_sw_bpbc(x_planes, y_planes, m32: int, n: int, scoring: Scoring, width: 
     words; with a ``threshold`` T (sw_reach kernels), one flag word per group, (groups, 1)."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     groups = x_planes.shape[0]
     k1, k2, sat, kg = _constants(scoring, width)
@@ -270,7 +270,7 @@ def cuda_sw_bpbc(x_planes, y_planes, m32: int, n: int, scoring: Scoring, width: 
     if groups:
         paper = "_paper" if (scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1) else ""
         name = f"sw_{'reach' if threshold else 'bpbc'}{word_bits}_s{width}{paper}"
-        kernel = load_module("sw.cu", SW_SCORE_BITS=width).get_function(name)
+        kernel = load_module("sw/sw.cu", SW_SCORE_BITS=width).get_function(name)
         kernel((groups,), (32 * warps,),
                (x_planes, y_planes, np.int32(m32), np.int32(n), constants, np.int32(1 if sat else 0),
                 constants[3 * width:], boundary, out),
@@ -282,12 +282,12 @@ def cuda_b2w(sliced, pairs: int, word_bits: int):
     """B2W on the device: (groups, width) bit-sliced scores -> int32 per pair."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     groups, width = sliced.shape
     scores = cupy.zeros(pairs, dtype=cupy.int32)
     if groups:
-        kernel = load_module("sw.cu").get_function(f"sw_b2w{word_bits}")
+        kernel = load_module("sw/sw.cu").get_function(f"sw_b2w{word_bits}")
         kernel(((groups + 127) // 128,), (128,),
                (sliced, np.int32(width), np.int64(pairs), np.int64(groups), scores))
     return scores
@@ -336,13 +336,13 @@ def cuda_wordwise_device(x_pos_major, y_pos_major, pairs: int, scoring: Scoring)
     """The wordwise kernel on position-major codes (M x pairs, N x pairs, CuPy); int32 scores on the device."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     m, n = x_pos_major.shape[0], y_pos_major.shape[0]
     scores = cupy.zeros(pairs, dtype=cupy.int32)
     if pairs and m and n:
         scratch = cupy.empty((m, pairs), dtype=cupy.int32)
-        kernel = load_module("sw.cu").get_function("sw_wordwise")
+        kernel = load_module("sw/sw.cu").get_function("sw_wordwise")
         kernel(((pairs + 127) // 128,), (128,),
                (x_pos_major, y_pos_major, np.int64(pairs), np.int32(m), np.int32(n),
                 np.int32(scoring.match), np.int32(scoring.mismatch), np.int32(scoring.gap), scratch, scores))
@@ -421,7 +421,7 @@ def _resolve(path: str):
     import importlib
 
     module_name, function_name = path.split(":")
-    return getattr(importlib.import_module(f"{__package__}.{module_name}"), function_name)
+    return getattr(importlib.import_module(f"..{module_name}", __package__), function_name)
 
 
 # --------------------------------------------------------------------------
@@ -444,7 +444,7 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     ValueError if a score is not the pair's SW score, or an alignment would
     need a traceback matrix of more than ``max_cells`` cells.
     """
-    from .align_cpu import cigar_bytes
+    from ..align_cpu import cigar_bytes
 
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
     q_start = np.ascontiguousarray(q_start, dtype=np.int64)

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from . import nfa_cpu as _cpu
-from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from .. import EndHits
+from . import cpu as _cpu
+from ..hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 MAX_K = _cpu.MAX_K
@@ -45,7 +45,7 @@ SMEM_DEFAULT = 48 * 1024
 
 
 def _subset(batch, rows: np.ndarray):
-    from ..patterns import PatternBatch
+    from ...patterns import PatternBatch
 
     return PatternBatch(masks=batch.masks[rows], lengths=batch.lengths[rows],
                         pattern_index=batch.pattern_index[rows], strand=batch.strand[rows])
@@ -62,7 +62,7 @@ def _remap(rows: np.ndarray, hits: EndHits) -> EndHits:
 def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi), by the NFA."""
     if k > MAX_K:
-        from .edit import myers_cpu
+        from ..edit import myers_cpu
 
         return myers_cpu(text, batch, k, owned_lo, owned_hi)
     text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
@@ -133,13 +133,13 @@ def pack_text_device(text_device):
     """(packed, n_plane): the text 2-bit packed, 16 characters per uint32, and one N bit per character."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     n = int(text_device.size)
     groups = max(1, -(-n // 32))
     packed = cupy.empty(2 * groups, dtype=cupy.uint32)
     n_plane = cupy.empty(groups, dtype=cupy.uint32)
-    load_module("nfa.cu").get_function("nfa_pack_text")(
+    load_module("nfa/nfa.cu").get_function("nfa_pack_text")(
         ((groups + 255) // 256,), (256,), (text_device, np.int64(n), packed, n_plane))
     return packed, n_plane
 
@@ -150,13 +150,13 @@ def _launch_group(packed, n_plane, n: int, masks, lengths, k: int, lo: int, hi: 
     Returns (row within the group, end, distance) on the host."""
     import cupy
 
-    from .cuda import compact_hits_buffers, load_module
+    from ..cuda import compact_hits_buffers, load_module
 
     words = threads * wpt
     peq, final = _cpu.compile_rows(masks, lengths, k, words)
     peq_device, final_device = cupy.asarray(peq), cupy.asarray(final)
     lengths_device = cupy.asarray(lengths.astype(np.int32))
-    function = load_module("nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
+    function = load_module("nfa/nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
     shared = _shared_bytes(threads, wpt)
     if shared > SMEM_DEFAULT:
         function.max_dynamic_shared_size_bytes = shared
@@ -193,10 +193,10 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     ``wpt`` forces the words per thread (benchmarks); by default
     :func:`words_per_thread` picks it per row.
     """
-    from .cuda import to_device_text
+    from ..cuda import to_device_text
 
     if k > MAX_K:
-        from .edit_cuda import myers
+        from ..edit.cuda import myers
 
         return myers(text, batch, k, owned_lo, owned_hi)
     text_device = to_device_text(text)
@@ -209,7 +209,7 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
     too_long = np.flatnonzero(words > MAX_WORDS)
     if too_long.size:
-        from .edit_cuda import myers
+        from ..edit.cuda import myers
 
         parts.append(_remap(too_long, myers(text_device, _subset(batch, too_long), k, lo, hi)))
     gpu_rows = np.flatnonzero((lengths > 0) & (words <= MAX_WORDS))

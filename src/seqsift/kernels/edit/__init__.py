@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from . import edit_cpu as _cpu
-from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from .. import EndHits
+from . import cpu as _cpu
+from ..hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 

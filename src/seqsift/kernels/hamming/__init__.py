@@ -17,8 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import EndHits
-from . import hamming_cpu as _cpu
+from .. import EndHits
+from . import cpu as _cpu
 
 # ---------------------------------------------------------------------------
 # Shared launcher plumbing (also used by edit.py)

@@ -46,9 +46,9 @@ import functools
 import numba
 import numpy as np
 
-from . import EndHits
-from . import shiftor_cpu as _cpu
-from .hamming import concat_hits, empty_pattern_hits, run_buffered_tasks
+from .. import EndHits
+from . import cpu as _cpu
+from ..hamming import concat_hits, empty_pattern_hits, run_buffered_tasks
 
 MAX_M = 64
 SCAN_WARPS = 8            # warps per block of the scans, as in shiftor.cu
@@ -217,7 +217,7 @@ def segmented_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment
 
 def _device_text(text):
     """Text bytes on the device, 16-byte aligned (the kernels' vector loads need it)."""
-    from .cuda import to_device_text
+    from ..cuda import to_device_text
 
     device_text = to_device_text(text)
     if device_text.data.ptr % 16:
@@ -265,7 +265,7 @@ def _segment_grid(kernel, tiles: int, rows: int, group: int = 1) -> int:
 
 def _run_compacted(launch, capacity: int):
     """Call ``launch(count, capacity, out_row, out_end, out_dist)`` until every hit fits."""
-    from .cuda import compact_hits_buffers
+    from ..cuda import compact_hits_buffers
 
     while True:
         count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
@@ -316,7 +316,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
     counts a block's tiles."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
     if block_scan:
@@ -331,7 +331,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
     lo, hi = _clip(n, owned_lo, owned_hi)
     if hi <= lo or rows.size == 0:
         return []
-    module = load_module("shiftor.cu")
+    module = load_module("shiftor/shiftor.cu")
     threads = 32 * SCAN_WARPS
     groups: dict[tuple[str, int], list[int]] = {}
     for row in rows.tolist():
@@ -386,7 +386,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
     """edit-wm-segmented: one launch per word size; ``segment`` characters per thread."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
     lengths, tables, rows, _ = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
@@ -398,7 +398,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
     lo, hi = _clip(n, owned_lo, owned_hi)
     if hi <= lo or rows.size == 0:
         return []
-    module = load_module("shiftor.cu")
+    module = load_module("shiftor/shiftor.cu")
     blocks = -(-(-(-(hi - lo) // segment)) // SEGMENTED_THREADS)
     launches = []
     for w in (32, 64):
