@@ -157,7 +157,7 @@ def test_many_patterns_mixed_lengths_and_buffer_rerun(monkeypatch):
     patterns = [mutate(rng, text[s:s + rng.randint(5, 90)], rng.randint(0, 4)) for s in rng.sample(range(3_900), 40)]
     check(text, patterns, 4, spans=(None, 333))
     # Tiny first-pass buffers: tasks with more hits than slots are run again.
-    monkeypatch.setattr("seqsift.kernels.hamming._SLOTS_BUDGET", 1)
+    monkeypatch.setattr("seqsift.kernels.driver._SLOTS_BUDGET", 1)
     check(text, ["AC", "GT", "TTT", "CAG"] * 5, 2, spans=(None, 100))
 
 

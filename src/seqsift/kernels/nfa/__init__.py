@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 MAX_K = _cpu.MAX_K

@@ -225,7 +225,7 @@ def _scan(text, peq, final, words, slot, m, k, first_end, stop, row, out_row, ou
 @njit(parallel=True, cache=True)
 def nfa_tasks(task_ids, out_offsets, caps, out_row, out_end, out_dist,
               text, peq, final, words, slot, lengths, rows, k, task_index, task_lo, task_hi):
-    """Buffered-task kernel (hamming.run_buffered_tasks): task t scans compiled row
+    """Buffered-task kernel (driver.run_buffered_tasks): task t scans compiled row
     ``task_index[t]`` (batch row ``rows[...]``) for the ends e with e - 1 in [task_lo[t], task_hi[t])."""
     counts = np.zeros(task_ids.shape[0], np.int64)
     for i in prange(task_ids.shape[0]):

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 THREADS = 256                      # ROWDP_THREADS in rowdp.cu

@@ -48,7 +48,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..hamming import concat_hits, empty_pattern_hits, run_buffered_tasks
+from ..driver import concat_hits, empty_pattern_hits, run_buffered_tasks
 
 MAX_M = 64
 SCAN_WARPS = 8            # warps per block of the scans, as in shiftor.cu
