@@ -48,7 +48,8 @@ from gpu_timing import event_seconds  # benchmarks/gpu_timing.py, beside this sc
 from seqsift.bench import source_commit
 from seqsift.kernels import find_ends
 from seqsift.kernels.nfa import cpu as nfa_cpu
-from seqsift.kernels.nfa import nfa_cuda, words_per_thread
+from seqsift.kernels.nfa import nfa_cuda
+from seqsift.kernels.nfa.cuda import words_per_thread
 from seqsift.patterns import PatternSet
 
 INT_ROOF = 16.7e12          # H100 int32 ops/s (DESIGN.md): 132 SMs x 64 lanes x 1.98 GHz

@@ -108,13 +108,13 @@ def test_w2b_and_b2w_on_the_device_match_the_cpu(word_bits):
     groups = -(-pairs // word_bits)
     expected = np.zeros((groups, 3, length + 20), dtype)
     sw_cpu.w2b(codes, pairs, length + 20, word, masks, shifts, expected)
-    planes = sw.cuda_w2b(cupy.asarray(codes), pairs, length + 20, word_bits).get()
+    planes = sw.cuda.cuda_w2b(cupy.asarray(codes), pairs, length + 20, word_bits).get()
     assert (planes == expected).all()
     for s in (2, 9, 31):
         sliced = rng.integers(0, 1 << 62, (groups, s), dtype=np.uint64).astype(dtype)
         scores = np.zeros(pairs, np.int64)
         sw_cpu.b2w(sliced, pairs, word, masks, shifts, scores)
-        got = sw.cuda_b2w(cupy.asarray(sliced), pairs, word_bits).get()
+        got = sw.cuda.cuda_b2w(cupy.asarray(sliced), pairs, word_bits).get()
         assert (got == scores.astype(np.int32)).all()
 
 

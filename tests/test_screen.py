@@ -457,9 +457,9 @@ def test_gpu_geometry_fits_shared_memory():
     for width in sw.GPU_SCORE_WIDTHS:
         for bits in (32, 64):
             for m32 in (32, 128, 256, 512, 4096):
-                warps, shared = sw.bpbc_geometry(m32, width, bits)
+                warps, shared = sw.cuda.bpbc_geometry(m32, width, bits)
                 assert 1 <= warps <= sw.SW_MAX_WARPS and shared <= sw.SHARED_LIMIT
-    assert sw.gpu_score_width(9) == 9 and sw.gpu_score_width(17) == 20 and sw.gpu_score_width(1) == 2
+    assert sw.cuda.gpu_score_width(9) == 9 and sw.cuda.gpu_score_width(17) == 20 and sw.cuda.gpu_score_width(1) == 2
     assert sw.SW_LAG - 31 >= sw.SW_STEPS and sw.SW_RING - (sw.SW_LAG - 31) >= sw.SW_STEPS
 
 
@@ -964,7 +964,7 @@ def test_cuda_bpbc_kernel_on_the_host(cuda_on_host, case):
     sw_cpu.w2b(y, pairs, n, word, masks, shifts, y_planes)
     k1, k2, sat, kg = sw._constants(scoring, width)
     constants = np.concatenate([sw_cpu.sliced_constant(v, width, dtype) for v in (k1, k2, kg)])
-    warps = warps or sw.bpbc_geometry(m32, width, bits)[0]
+    warps = warps or sw.cuda.bpbc_geometry(m32, width, bits)[0]
     paper = int((scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1))
     sliced = cuda_on_host(f"0 {bits} {width} {m32} {n} {groups} {int(sat)} {warps} {paper} 0",
                           x_planes, y_planes, constants)

@@ -88,27 +88,27 @@ ALGORITHMS: dict[str, Algorithm] = {
         # Their CPU path is the plain scan: the same hits, computed the same way.
         Algorithm(
             "hamming-thread", "hamming",
-            {"cpu": "hamming:scan_cpu", "cuda": "hamming.cuda:thread"},
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming:thread_cuda"},
             "one GPU thread per text position (Liu et al., Algorithms 1-2)",
         ),
         Algorithm(
             "hamming-block", "hamming",
-            {"cpu": "hamming:scan_cpu", "cuda": "hamming.cuda:block"},
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming:block_cuda"},
             "one GPU block per text position, shared-memory reduction (Liu et al., Algorithms 3-4)",
         ),
         Algorithm(
             "hamming-tiled", "hamming",
-            {"cpu": "hamming:scan_cpu", "cuda": "hamming.cuda:tiled"},
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming:tiled_cuda"},
             "pattern and text tile in shared memory (Liu et al., OPT-block-thread, Algorithms 5-6)",
         ),
         Algorithm(
             "hamming-packed", "hamming",
-            {"cpu": "hamming:pigeonhole_cpu", "cuda": "hamming.cuda:packed"},
+            {"cpu": "hamming:pigeonhole_cpu", "cuda": "hamming:packed_cuda"},
             "many patterns per launch over 2-bit packed text, popcount of XOR masks",
         ),
         Algorithm(
             "edit-myers", "edit",
-            {"cpu": "edit:myers_cpu", "cuda": "edit.cuda:myers"},
+            {"cpu": "edit:myers_cpu", "cuda": "edit:myers_cuda"},
             "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
         ),
         # Mitani, Ino & Hagihara 2017 (papers/mitani2017-shift-or-inclusive-scan.txt): Shift-Or and

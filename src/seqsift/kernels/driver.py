@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from ..alphabet import NEVER
+from ..patterns import PatternBatch
 from . import EndHits
 
 
@@ -118,3 +119,9 @@ def split_rows_over_text(rows: np.ndarray, lo: int, hi: int, min_span: int):
     task_lo = np.tile(bounds[:-1], len(rows))
     task_hi = np.tile(bounds[1:], len(rows))
     return task_rows, task_lo, task_hi
+
+
+def subset_rows(batch, rows: np.ndarray) -> PatternBatch:
+    """The batch of the given rows only (a family hands rows it cannot run to another)."""
+    return PatternBatch(masks=batch.masks[rows], lengths=batch.lengths[rows],
+                        pattern_index=batch.pattern_index[rows], strand=batch.strand[rows])

@@ -56,3 +56,7 @@ def myers_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
             kernel, len(task_rows),
             (text, masks, lengths, np.int64(k), task_rows, task_lo, task_hi)))
     return concat_hits(parts)
+
+
+# The CUDA launcher (cuda.py; CuPy is imported only when it runs).
+from .cuda import myers as myers_cuda  # noqa: E402

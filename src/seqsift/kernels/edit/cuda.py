@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import EndHits
-from . import myers_cpu
+from ..driver import subset_rows
 
 ROWS_PER_BLOCK = 128   # as in edit.cu
 MAX_WORDS = 16         # as in edit.cu: rows up to 1,024 characters on the GPU
@@ -88,7 +88,9 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
         parts.append(EndHits(selected[row.get()].astype(np.int32), end.get(), dist.get()))
     if too_long.size:
         host_text = text if isinstance(text, np.ndarray) else text_device.get()
-        sub = _subset(batch, too_long)
+        from . import myers_cpu
+
+        sub = subset_rows(batch, too_long)
         hits = myers_cpu(host_text, sub, k, owned_lo, owned_hi)
         parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))
     parts = [p for p in parts if len(p)]
@@ -96,10 +98,3 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
         return EndHits.empty()
     return EndHits(np.concatenate([p.row for p in parts]), np.concatenate([p.end for p in parts]),
                    np.concatenate([p.distance for p in parts]))
-
-
-def _subset(batch, rows: np.ndarray):
-    from ...patterns import PatternBatch
-
-    return PatternBatch(masks=batch.masks[rows], lengths=batch.lengths[rows],
-                        pattern_index=batch.pattern_index[rows], strand=batch.strand[rows])

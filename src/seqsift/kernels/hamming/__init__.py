@@ -91,3 +91,7 @@ def pigeonhole_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
             (text, masks, lengths, np.int64(k), np.int64(lo), np.int64(hi), np.int64(key_length),
              *table, group_rows, key_offset, block_lo, block_hi)))
     return concat_hits(parts)
+
+
+# The CUDA launchers (cuda.py; CuPy is imported only when one runs).
+from .cuda import block as block_cuda, packed as packed_cuda, thread as thread_cuda, tiled as tiled_cuda  # noqa: E402

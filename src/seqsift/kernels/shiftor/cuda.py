@@ -1,0 +1,261 @@
+"""exact-shiftor-scan, edit-wm-scan and edit-wm-segmented on the GPU: the CuPy
+launchers of ``shiftor.cu`` (the family's face, its constants and the shared
+preparation: ``__init__.py``).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import EndHits
+from ..driver import concat_hits, empty_pattern_hits
+from . import (BLOCK_SCAN_ALPHAS, DEFAULT_ALPHA, EXACT_ALPHAS, GBPR_SEGMENT, ROWS_PER_LAUNCH, SCAN_WARPS,
+               SEGMENTED_ALPHAS, SEGMENTED_K_MAX, SEGMENTED_THREADS, TABLE_BYTES, WHOLE_ALPHA, WHOLE_MAX_M,
+               WM_ALPHAS, WM_FIXED_ALPHAS, WM_FIXED_K, WM_K_MAX, _check_alpha, _clip, _prepare, default_alpha,
+               uses_wildcard, whole_alpha_variant, word_bits)
+
+
+def _device_text(text):
+    """Text bytes on the device, 16-byte aligned (the kernels' vector loads need it)."""
+    from ..cuda import to_device_text
+
+    device_text = to_device_text(text)
+    if device_text.data.ptr % 16:
+        device_text = device_text.copy()
+    return device_text
+
+
+@functools.lru_cache(maxsize=None)
+def _device_limits(device_id: int) -> tuple[int, int]:
+    """(multiprocessors, shared memory per multiprocessor) of a device (asked once: slow)."""
+    import cupy
+
+    properties = cupy.cuda.runtime.getDeviceProperties(device_id)
+    return int(properties["multiProcessorCount"]), int(properties.get("sharedMemPerMultiprocessor", 228 * 1024))
+
+
+def _resident_blocks(kernel, threads: int, dynamic_smem: int) -> int:
+    """Blocks of ``threads`` threads that fit on the whole GPU at once (registers, shared memory)."""
+    import cupy
+
+    sms, smem_per_sm = _device_limits(cupy.cuda.Device().id)
+    per_sm = 2048 // threads
+    try:
+        registers = max(1, int(kernel.num_regs))
+        per_sm = min(per_sm, 65536 // (((registers + 7) // 8) * 8 * threads))
+        per_sm = min(per_sm, smem_per_sm // (int(kernel.shared_size_bytes) + dynamic_smem + 1024))
+    except (AttributeError, TypeError, ValueError):
+        per_sm = min(per_sm, 4)
+    return sms * max(1, per_sm)
+
+
+def _segment_grid(kernel, tiles: int, rows: int, group: int = 1) -> int:
+    """Tiles per segment (a segment: one warp's, or with the block-level scan one
+    block's, ``group`` warps sharing each tile): every row gets a whole number of
+    blocks and all rows' blocks fill whole waves of resident blocks (a block's warps
+    share its row's table); a warp takes at least 1,024 of its tiles' parts when the
+    text is long enough (its halo, one or a few tiles, and its block's table fill are
+    then a small fraction of its work: Section 4.4). Every tile costs the same, so
+    one wave balances."""
+    resident_blocks = _resident_blocks(kernel, 32 * SCAN_WARPS, TABLE_BYTES)
+    waves = max(1, (tiles * group * rows) // (resident_blocks * SCAN_WARPS * 1024))
+    blocks_per_row = max(1, (resident_blocks * waves) // rows)
+    return max(1, -(-tiles // (blocks_per_row * SCAN_WARPS // group)))
+
+
+def _run_compacted(launch, capacity: int):
+    """Call ``launch(count, capacity, out_row, out_end, out_dist)`` until every hit fits."""
+    from ..cuda import compact_hits_buffers
+
+    while True:
+        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+        launch(count, capacity, out_row, out_end, out_dist)
+        found = int(count.get()[0])
+        if found <= capacity:
+            return out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()
+        capacity = found  # more hits than slots: run again with room for all
+
+
+def _capacity(span: int, rows: int) -> int:
+    """Hit slots of the first run (a second run makes room for all when they overflow)."""
+    return int(min(max(span * rows // 256, 1 << 18), 1 << 24))
+
+
+class Launch:
+    """One kernel launch over the rows ``rows`` of a batch: ``launch(count, capacity,
+    out_row, out_end, out_dist)`` appends their hits (rows numbered within ``rows``)."""
+
+    def __init__(self, rows: np.ndarray, run):
+        self.rows = rows
+        self.run = run
+
+    def __call__(self, count, capacity, out_row, out_end, out_dist):
+        self.run(count, capacity, out_row, out_end, out_dist)
+
+
+def kernel_launches(algorithm: str, text, batch, k: int, owned_lo, owned_hi, **knobs) -> list[Launch]:
+    """The GPU launches of one call of ``algorithm`` (exact-shiftor-scan, edit-wm-scan or
+    edit-wm-segmented), ready to run: the benchmark times them alone, text on the device."""
+    device_text = _device_text(text)
+    if algorithm == "edit-wm-segmented":
+        return _segmented_launches(device_text, batch, k, owned_lo, owned_hi, **knobs)
+    kind = {"exact-shiftor-scan": "exact", "edit-wm-scan": "wm"}[algorithm]
+    return _scan_launches(kind, device_text, batch, k, owned_lo, owned_hi, **knobs)
+
+
+def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int | None = None,
+                   bits: int | None = None, tiles_per_warp: int | None = None,
+                   unrolled: bool = True, block_scan: bool = False) -> list[Launch]:
+    """exact-shiftor-scan (kind "exact") or edit-wm-scan (kind "wm"): one launch per kernel
+    variant (word size, alpha; wildcard or phase 3), rows in grid.y. ``alpha`` None:
+    :func:`default_alpha` per row. ``tiles_per_warp`` fixes each warp's segment (tests);
+    by default a whole number of waves of resident warps shares the tiles. ``unrolled``:
+    edit-wm-scan uses the kernel compiled for this k where there is one (WM_FIXED_K).
+    ``block_scan``: keep Table 1's block-level scan (a block's warps share one segment;
+    alpha 16 or 32 for exact matching, 16 for Wu-Manber); ``tiles_per_warp`` then
+    counts a block's tiles."""
+    import cupy
+
+    from ..cuda import load_module
+
+    name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
+    if block_scan:
+        allowed = BLOCK_SCAN_ALPHAS if kind == "exact" else (DEFAULT_ALPHA,)
+        alpha = alpha or DEFAULT_ALPHA
+        if alpha not in allowed:
+            raise ValueError(f"{name}: the block-level scan is built for alpha in {allowed}, not {alpha}")
+    if alpha is not None:
+        _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS + (WHOLE_ALPHA,), name)
+    lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
+    n = int(device_text.size)
+    lo, hi = _clip(n, owned_lo, owned_hi)
+    if hi <= lo or rows.size == 0:
+        return []
+    module = load_module("shiftor/shiftor.cu")
+    threads = 32 * SCAN_WARPS
+    groups: dict[tuple[str, int], list[int]] = {}
+    for row in rows.tolist():
+        m = int(lengths[row])
+        row_alpha = alpha or default_alpha(kind, m, k, bits)
+        w = bits or word_bits(m, row_alpha)
+        ends = "wildcard" if uses_wildcard(m, row_alpha, w) else "phase3"
+        if kind == "exact":
+            variant = f"exact_w{w}_a{row_alpha}_{ends}" + ("_block" if block_scan else "")
+        elif block_scan:
+            variant = f"wm_scan_w{w}_a{row_alpha}_{ends}_block"
+        elif row_alpha == WHOLE_ALPHA:
+            words = whole_alpha_variant(m, k, bits)
+            if words is None:
+                raise ValueError(f"{name}: alpha = {WHOLE_ALPHA} takes m <= {WHOLE_MAX_M}, k in {WM_FIXED_K} "
+                                 f"and 32-bit words, not m = {m}, k = {k}, bits = {bits}")
+            variant = f"wm_scan_{words}_a32_k{k}"
+        else:
+            fixed = unrolled and k in WM_FIXED_K and row_alpha in WM_FIXED_ALPHAS
+            variant = f"wm_scan_w{w}_a{row_alpha}_{ends}" + (f"_k{k}" if fixed else "")
+        groups.setdefault((variant, row_alpha), []).append(row)
+    launches = []
+    for (variant, row_alpha), group in groups.items():
+        group_rows = np.array(group, dtype=np.int64)
+        group = SCAN_WARPS if block_scan else 1  # warps sharing a segment and its tiles
+        tile = 32 * group * row_alpha  # tiles are numbered from text position 0 (shiftor.cu, warp_segment)
+        tile_lo, tile_hi = lo // tile, -(-hi // tile)
+        kernel = module.get_function(variant)
+        kernel.max_dynamic_shared_size_bytes = TABLE_BYTES
+        tables_device = cupy.asarray(tables[group_rows])
+        lengths_device = cupy.asarray(lengths[group_rows])
+        warp_tiles = tiles_per_warp or _segment_grid(kernel, tile_hi - tile_lo, group_rows.size, group)
+        blocks = -(-(-(-(tile_hi - tile_lo) // warp_tiles)) * group // SCAN_WARPS)
+
+        def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
+                tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, warp_tiles=warp_tiles,
+                tile_lo=tile_lo, tile_hi=tile_hi):
+            for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
+                grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
+                kernel(grid, (threads,),
+                       (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
+                        np.int64(lo), np.int64(hi), np.int64(tile_lo), np.int64(tile_hi), np.int64(warp_tiles),
+                        count, np.uint64(capacity), out_row, out_end, out_dist),
+                       shared_mem=TABLE_BYTES)
+
+        launches.append(Launch(group_rows, run))
+    return launches
+
+
+def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: int = 1,
+                        segment: int | None = None) -> list[Launch]:
+    """edit-wm-segmented: one launch per word size; ``segment`` characters per thread."""
+    import cupy
+
+    from ..cuda import load_module
+
+    _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
+    lengths, tables, rows, _ = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
+    if segment is None:
+        segment = GBPR_SEGMENT if alpha == 1 else 16 * alpha
+    if segment % alpha:
+        raise ValueError(f"edit-wm-segmented: the segment ({segment}) must be a multiple of alpha ({alpha})")
+    n = int(device_text.size)
+    lo, hi = _clip(n, owned_lo, owned_hi)
+    if hi <= lo or rows.size == 0:
+        return []
+    module = load_module("shiftor/shiftor.cu")
+    blocks = -(-(-(-(hi - lo) // segment)) // SEGMENTED_THREADS)
+    launches = []
+    for w in (32, 64):
+        group_rows = np.array([r for r in rows.tolist() if word_bits(int(lengths[r]), alpha) == w], dtype=np.int64)
+        if group_rows.size == 0:
+            continue
+        kernel = module.get_function(f"wm_segmented_w{w}_a{alpha}")
+        tables_device = cupy.asarray(tables[group_rows])
+        lengths_device = cupy.asarray(lengths[group_rows])
+
+        def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
+                tables_device=tables_device, lengths_device=lengths_device):
+            for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
+                grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
+                kernel(grid, (SEGMENTED_THREADS,),
+                       (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
+                        np.int64(lo), np.int64(hi), np.int64(segment), count, np.uint64(capacity),
+                        out_row, out_end, out_dist))
+
+        launches.append(Launch(group_rows, run))
+    return launches
+
+
+def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, text_size: int) -> EndHits:
+    lengths = np.asarray(batch.lengths)
+    lo, hi = _clip(text_size, owned_lo, owned_hi)
+    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    for launch in launches:
+        row, end, dist = _run_compacted(launch, _capacity(span, launch.rows.size))
+        parts.append(EndHits(launch.rows[row].astype(np.int32), end, dist))
+    return concat_hits(parts)
+
+
+def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
+                    bits: int | None = None, tiles_per_warp: int | None = None,
+                    block_scan: bool = False) -> EndHits:
+    """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}[_block]``)."""
+    device_text = _device_text(text)
+    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
+                              block_scan=block_scan)
+    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+
+
+def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
+                 bits: int | None = None, tiles_per_warp: int | None = None, unrolled: bool = True,
+                 block_scan: bool = False) -> EndHits:
+    """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}_{wildcard,phase3}[_k{k}|_block]``)."""
+    device_text = _device_text(text)
+    launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
+                              unrolled, block_scan)
+    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+
+
+def segmented_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment: int | None = None) -> EndHits:
+    """edit-wm-segmented on the GPU: GBPR (alpha = 1, 8 characters per thread) or
+    the tiled GBPR (alpha > 1, 16 * alpha characters per thread by default)."""
+    device_text = _device_text(text)
+    launches = _segmented_launches(device_text, batch, k, owned_lo, owned_hi, alpha, segment)
+    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
