@@ -49,16 +49,6 @@ def concat_hits(parts: list[EndHits]) -> EndHits:
                    np.concatenate([p.distance for p in parts]))
 
 
-def empty_pattern_hits(rows: np.ndarray, lo: int, hi: int) -> EndHits:
-    """Hits of zero-length rows: the empty pattern occurs, with distance 0, at every owned end."""
-    if rows.size == 0 or hi <= lo:
-        return EndHits.empty()
-    ends = np.arange(lo + 1, hi + 1, dtype=np.int64)
-    return EndHits(np.repeat(rows.astype(np.int32), ends.size),
-                   np.tile(ends, rows.size),
-                   np.zeros(rows.size * ends.size, np.int16))
-
-
 def run_buffered_tasks(kernel, n_tasks: int, args: tuple) -> EndHits:
     """Run a parallel Numba kernel that follows the buffered task protocol.
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..driver import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 
@@ -37,7 +37,7 @@ def myers_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
         return EndHits.empty()
     short = np.flatnonzero((lengths > 0) & (lengths <= 64))
     long = np.flatnonzero(lengths > 64)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     # Four rows per task when there are enough of them; the lone-row kernel
     # otherwise (its text is then cut into segments for the cores).
     if short.size >= LANES:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import EndHits
-from ..driver import subset_rows
+from ..driver import concat_hits, subset_rows
 
 ROWS_PER_BLOCK = 128   # as in edit.cu
 MAX_WORDS = 16         # as in edit.cu: rows up to 1,024 characters on the GPU
@@ -74,7 +74,7 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
     short32 = np.flatnonzero((lengths > 0) & (lengths <= 32))
     short = np.flatnonzero((lengths > 32) & (lengths <= 64))
     long_rows = np.flatnonzero((lengths > 64) & (lengths <= 64 * MAX_WORDS))
-    too_long = np.flatnonzero((lengths > 64 * MAX_WORDS) | (lengths == 0))
+    too_long = np.flatnonzero(lengths > 64 * MAX_WORDS)
     for selected, kernel_name in ((short32, "myers_short32"), (short, "myers_short"), (long_rows, "myers_long")):
         if selected.size == 0:
             continue
@@ -87,14 +87,10 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
                                  extra, int(selected.size), k, int(sub_lengths.max()), lo, hi)
         parts.append(EndHits(selected[row.get()].astype(np.int32), end.get(), dist.get()))
     if too_long.size:
-        host_text = text if isinstance(text, np.ndarray) else text_device.get()
         from . import myers_cpu
 
+        host_text = text if isinstance(text, np.ndarray) else text_device.get()
         sub = subset_rows(batch, too_long)
         hits = myers_cpu(host_text, sub, k, owned_lo, owned_hi)
         parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return EndHits.empty()
-    return EndHits(np.concatenate([p.row for p in parts]), np.concatenate([p.end for p in parts]),
-                   np.concatenate([p.distance for p in parts]))
+    return concat_hits(parts)

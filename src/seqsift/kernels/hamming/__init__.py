@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from .. import EndHits
-from ..driver import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 from . import cpu as _cpu
 
@@ -33,10 +33,8 @@ def _scan_rows(text, masks, lengths, rows, k, lo, hi) -> EndHits:
 
 
 def _searchable_rows(lengths, n):
-    """Split rows into zero-length ones and those that fit in the text (others cannot hit)."""
-    zero = np.flatnonzero(lengths == 0)
-    fit = np.flatnonzero((lengths > 0) & (lengths <= n))
-    return zero, fit
+    """The rows that fit in the text (others cannot hit)."""
+    return np.flatnonzero((lengths > 0) & (lengths <= n))
 
 
 def scan_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
@@ -44,9 +42,8 @@ def scan_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
     if k < 0 or hi <= lo:
         return EndHits.empty()
-    zero, fit = _searchable_rows(lengths, text.shape[0])
-    return concat_hits([empty_pattern_hits(zero, lo, hi),
-                        _scan_rows(text, masks, lengths, fit, k, lo, hi)])
+    fit = _searchable_rows(lengths, text.shape[0])
+    return _scan_rows(text, masks, lengths, fit, k, lo, hi)
 
 
 def pigeonhole_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
@@ -60,10 +57,10 @@ def pigeonhole_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     if k < 0 or hi <= lo:
         return EndHits.empty()
     n = text.shape[0]
-    zero, fit = _searchable_rows(lengths, n)
-    parts = [empty_pattern_hits(zero, lo, hi)]
+    fit = _searchable_rows(lengths, n)
     if fit.size == 0:
-        return concat_hits(parts)
+        return EndHits.empty()
+    parts = []
 
     q, key_offset = _cpu.plan_keys(masks, lengths, np.int64(k), np.int64(_cpu.QMAX),
                                    np.int64(_cpu.QMIN), np.int64(_cpu.MAX_EXPANSION))

@@ -18,8 +18,7 @@ Limits, and what happens outside them (every row gets exact hits):
 * k <= 31 (``MAX_K``; the paper stops at k < 16, two diagonals per word; we
   also run one 32-row diagonal per word). The registry declares
   ``max_k = 31``, so ``choose_algorithm`` refuses a larger k with a clear
-  message; called directly with k > 31, both launchers hand the whole call
-  to Myers' bit-vector search (``edit_cuda.myers`` / ``edit.myers_cpu``).
+  message; called directly with k > 31, both launchers raise ValueError.
 * m: any length on the CPU. On the GPU a row needs ceil(m / D) words, D =
   floor(32 / (k + 1)) diagonals per word, on at most ``MAX_THREADS`` threads
   of at most 4 words: up to ``MAX_WORDS`` = 4,096 words (m <= 8,192 at k =
@@ -34,7 +33,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..driver import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 MAX_K = _cpu.MAX_K
@@ -46,15 +45,11 @@ MAX_K = _cpu.MAX_K
 
 def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi), by the NFA."""
-    if k > MAX_K:
-        from ..edit import myers_cpu
-
-        return myers_cpu(text, batch, k, owned_lo, owned_hi)
     text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
     if k < 0 or hi <= lo:
         return EndHits.empty()
     rows = np.flatnonzero(lengths > 0)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     if rows.size:
         row_lengths = lengths[rows].astype(np.int64)
         words = _cpu.words_needed(row_lengths, k).astype(np.int64)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import EndHits
-from ..driver import concat_hits, empty_pattern_hits, subset_rows
+from ..driver import concat_hits, subset_rows
 from ..edit import myers_cuda
-from . import MAX_K
 from . import cpu as _cpu
 
 MAX_THREADS = 1024       # threads of one block (CUDA's limit)
@@ -132,8 +131,6 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     """
     from ..cuda import to_device_text
 
-    if k > MAX_K:
-        return myers_cuda(text, batch, k, owned_lo, owned_hi)
     text_device = to_device_text(text)
     n = int(text_device.size)
     lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
@@ -141,7 +138,7 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
         return EndHits.empty()
     lengths = np.asarray(batch.lengths, dtype=np.int64)
     words = _cpu.words_needed(lengths, k)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     too_long = np.flatnonzero(words > MAX_WORDS)
     if too_long.size:
         parts.append(_remap(too_long, myers_cuda(text_device, subset_rows(batch, too_long), k, lo, hi)))

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..driver import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 THREADS = 256                      # ROWDP_THREADS in rowdp.cu
@@ -63,7 +63,7 @@ def rowdp_cpu(text, batch, k, owned_lo, owned_hi, tile_span: int | None = None) 
     if k < 0 or hi <= lo:
         return EndHits.empty()
     rows = np.flatnonzero(lengths > 0)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     if rows.size:
         warm = int(lengths[rows].max()) + k
         span = tile_span or max(1 << 14, 8 * warm)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import EndHits
-from ..driver import concat_hits, empty_pattern_hits, subset_rows
+from ..driver import concat_hits, subset_rows
 from ..edit import myers_cuda
 from . import COLUMNS, MAX_WARM_UP, THREADS, columns_per_thread
 
@@ -71,7 +71,7 @@ def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int
     lo, hi = max(0, int(owned_lo)), min(int(text_device.size), int(owned_hi))
     if k < 0 or hi <= lo or batch.rows == 0:
         return EndHits.empty()
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     # Rows by columns per thread (the tile width); too long rows go to edit-myers.
     groups, too_long = tile_groups(lengths, k, columns)
     if groups:

@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..driver import concat_hits, empty_pattern_hits, run_buffered_tasks
+from ..driver import run_buffered_tasks
 
 MAX_M = 64
 SCAN_WARPS = 8            # warps per block of the scans, as in shiftor.cu
@@ -109,14 +109,14 @@ def uses_wildcard(m: int, alpha: int, bits: int) -> bool:
 # ---------------------------------------------------------------------------
 
 def _prepare(batch, k: int, max_k: int, name: str):
-    """Row lengths, the mask tables, the rows that take a kernel and the empty rows."""
+    """Row lengths, the mask tables and the rows that take a kernel (all but empty ones, which are refused upstream)."""
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     if lengths.size and int(lengths.max()) > MAX_M:
         raise ValueError(f"{name} handles patterns up to {MAX_M} characters, not {int(lengths.max())}")
     if k < 0 or k > max_k:
         raise ValueError(f"{name} handles k from 0 to {max_k}, not {k}")
     tables = _cpu.mask_tables(batch.masks, lengths, getattr(batch, "alphabet", "dna"))
-    return lengths, tables, np.flatnonzero(lengths > 0), np.flatnonzero(lengths == 0)
+    return lengths, tables, np.flatnonzero(lengths > 0)
 
 
 def _check_alpha(alpha: int, allowed: tuple[int, ...], name: str) -> None:
@@ -151,7 +151,7 @@ def _tribrid_cpu(tasks, level_args: tuple, name: str, max_k: int, text, batch, k
                  alpha: int, warps: int, bits: int | None, tiles_per_task: int | None) -> EndHits:
     """A scan's CPU path: the rows' tiles split into tasks, run by the Numba ``tasks``
     kernel of shiftor_cpu (``level_args``: Wu-Manber's k, nothing for exact matching)."""
-    lengths, tables, rows, empty = _prepare(batch, k, max_k, name)
+    lengths, tables, rows = _prepare(batch, k, max_k, name)
     text = np.ascontiguousarray(text, dtype=np.uint8)
     lo, hi = _clip(text.size, owned_lo, owned_hi)
     if hi <= lo:
@@ -162,7 +162,7 @@ def _tribrid_cpu(tasks, level_args: tuple, name: str, max_k: int, text, batch, k
     hits = run_buffered_tasks(tasks, len(task_rows),
                               (text, tables, lengths, row_bits, *level_args, task_rows, task_lo, task_hi,
                                np.int64(lo), np.int64(hi), np.int64(alpha), np.int64(warps)))
-    return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+    return hits
 
 
 def exact_scan_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = DEFAULT_ALPHA, warps: int = CPU_BLOCK_WARPS,
@@ -192,7 +192,7 @@ def segmented_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment
     depend on it.
     """
     _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
-    lengths, tables, rows, empty = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
+    lengths, tables, rows = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
     text = np.ascontiguousarray(text, dtype=np.uint8)
     lo, hi = _clip(text.size, owned_lo, owned_hi)
     if hi <= lo:
@@ -206,7 +206,7 @@ def segmented_cpu(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment
     task_hi = np.minimum(task_lo + segment, hi)
     hits = run_buffered_tasks(_cpu.segmented_wm_tasks, len(task_rows),
                               (text, tables, lengths, np.int64(k), task_rows, task_lo, task_hi, np.int64(alpha)))
-    return concat_hits([empty_pattern_hits(empty, lo, hi), hits])
+    return hits
 
 
 # The CUDA launchers (cuda.py; CuPy is imported only when one runs).

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 
 from .. import EndHits
-from ..driver import concat_hits, empty_pattern_hits
+from ..driver import concat_hits
 from . import (BLOCK_SCAN_ALPHAS, DEFAULT_ALPHA, EXACT_ALPHAS, GBPR_SEGMENT, ROWS_PER_LAUNCH, SCAN_WARPS,
                SEGMENTED_ALPHAS, SEGMENTED_K_MAX, SEGMENTED_THREADS, TABLE_BYTES, WHOLE_ALPHA, WHOLE_MAX_M,
                WM_ALPHAS, WM_FIXED_ALPHAS, WM_FIXED_K, WM_K_MAX, _check_alpha, _clip, _prepare, default_alpha,
@@ -127,7 +127,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
             raise ValueError(f"{name}: the block-level scan is built for alpha in {allowed}, not {alpha}")
     if alpha is not None:
         _check_alpha(alpha, EXACT_ALPHAS if kind == "exact" else WM_ALPHAS + (WHOLE_ALPHA,), name)
-    lengths, tables, rows, _ = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
+    lengths, tables, rows = _prepare(batch, k, 0 if kind == "exact" else WM_K_MAX, name)
     n = int(device_text.size)
     lo, hi = _clip(n, owned_lo, owned_hi)
     if hi <= lo or rows.size == 0:
@@ -190,7 +190,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
     from ..cuda import load_module
 
     _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
-    lengths, tables, rows, _ = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
+    lengths, tables, rows = _prepare(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
     if segment is None:
         segment = GBPR_SEGMENT if alpha == 1 else 16 * alpha
     if segment % alpha:
@@ -226,7 +226,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
 def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, text_size: int) -> EndHits:
     lengths = np.asarray(batch.lengths)
     lo, hi = _clip(text_size, owned_lo, owned_hi)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     for launch in launches:
         row, end, dist = _run_compacted(launch, _capacity(span, launch.rows.size))
         parts.append(EndHits(launch.rows[row].astype(np.int32), end, dist))
