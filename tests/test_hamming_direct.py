@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import oracle
 from seqsift.kernels.hamming.cuda import (
     PLAN_BEGIN, PLAN_COUNT, PLAN_MASKS, PLAN_OFFSETS, _pack, _tile_codes, direct_row_plans, emulate_direct,
 )
 from seqsift.patterns import PatternSet
+
+import oracle
 
 
 def hits_set(hits):

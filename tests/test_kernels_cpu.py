@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqsift.alphabet import NEVER, encode_text
-from seqsift.kernels import EndHits, driver, edit, find_ends, hamming, oracle
+from seqsift.kernels import EndHits, driver, edit, find_ends, hamming
 from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternBatch, PatternSet
+
+import oracle
 
 edlib = pytest.importorskip("edlib")
 

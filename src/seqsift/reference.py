@@ -104,10 +104,6 @@ class Reference:
     line_bases: np.ndarray
     line_bytes: np.ndarray
 
-    def index_of(self, name: str) -> int:
-        """Index of the record called ``name`` (ValueError if there is none)."""
-        return self.names.index(name)
-
     def read(self, record_index: int, start: int, end: int, table: bytes | None = None) -> bytes:
         """Raw bytes of bases ``[start, end)`` (0-based) of record ``record_index``.
 
