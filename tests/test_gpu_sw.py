@@ -121,7 +121,7 @@ def test_w2b_and_b2w_on_the_device_match_the_cpu(word_bits):
 def test_screen_engine_on_the_gpu():
     """The screen API end to end on a dask-cuda cluster (skipped without dask-cuda)."""
     pytest.importorskip("dask_cuda")
-    from seqsift.engine.screen import screen
+    from seqsift.screening import screen
 
     rng = np.random.default_rng(3)
     letters = np.array(list("ACGTN"))

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.engine.screen import pad_length, plan_tasks, read_sequences, screen
+from seqsift.screening import pad_length, plan_tasks, read_sequences, screen
 from seqsift.errors import InputError
 from seqsift.kernels import sw
 from seqsift.kernels.sw import cpu as sw_cpu
@@ -697,7 +697,7 @@ def test_failed_job_leaves_no_partial_output(tmp_path, client, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("worker failed")
 
-    import seqsift.engine.screen as screen_module
+    import seqsift.screening.run as screen_module
 
     monkeypatch.setattr(screen_module, "_deliver", broken)
     with pytest.raises(RuntimeError):

@@ -45,8 +45,8 @@ from ..alphabet import encode_text
 from ..errors import InputError, quote, reading
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
-from .output import TableWriter, check_output_path
-from .shared import on_workers
+from ..engine.output import TableWriter, check_output_path
+from ..engine.shared import on_workers
 
 __all__ = ["screen", "read_sequences", "SequenceSet", "plan_tasks", "pad_length"]
 
@@ -489,7 +489,7 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
                          f"so both must have the same number")
     _check_score_range(query_set, target_set, all_vs_all, scoring)
 
-    from . import _client_has_gpus, resolve_backend
+    from ..engine import _client_has_gpus, resolve_backend
 
     if client is not None and backend == "auto" and not _client_has_gpus(client):
         backend = "cpu"
