@@ -41,9 +41,10 @@ import numpy as np
 
 from .. import Algorithm
 from . import cpu as sw_cpu
+from .cpu import gather_rows  # the screen job pads its pairs' codes with it
 
 __all__ = ["Scoring", "SW_ALGORITHMS", "score_bits", "reach_bits", "pair_scores", "pairs_reaching", "align",
-           "GPU_SCORE_WIDTHS"]
+           "GPU_SCORE_WIDTHS", "gather_rows"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
