@@ -1,6 +1,6 @@
 """hamming-packed's few-row CUDA kernel (hamming_direct_* in hamming.cu), checked on the CPU.
 
-``hamming_cuda.emulate_direct`` redoes the kernel's arithmetic in NumPy: the
+``kernels/hamming/cuda.py``'s ``emulate_direct`` redoes the kernel's arithmetic in NumPy: the
 16-byte pieces each lane loads, the multiply that gathers one code bit of
 eight codes, the byte permutes and shuffles, the tile loaded ahead (only its
 first words after a warp's last tile), the row plans and the bit-sliced

@@ -15,9 +15,14 @@ and returns every (row, end, distance) with distance <= k, in any order:
 for Hamming the distance of P to text[e - m:e]; for edit distance
 d(e) = min over s of ED(P, text[s:e]) (DESIGN.md, "What a hit is").
 
-Kernels live one family per module: ``hamming.py`` / ``edit.py`` hold the
-launchers, ``*_cpu.py`` the Numba code, ``*.cu`` the CUDA code. The engine
-only calls :func:`find_ends` and :func:`locate`, by algorithm name.
+Kernels live one family per package, ``kernels/<family>/``: ``__init__.py``
+holds the launchers (the family's one public face), ``cpu.py`` the Numba
+code, ``cuda.py`` the CuPy launchers of ``<family>.cu``. The registry below
+names each kernel ``"<family>:<launcher>"`` (tests/test_registry.py resolves
+them all). Shared pieces: ``driver.py`` (the CPU launchers' parallel tasks),
+``cuda.py`` and ``hits.cuh`` (the CuPy backend), ``align_cpu.py`` (starts and
+CIGARs), ``planner.py`` (what ``auto`` runs). The engine only calls
+:func:`find_ends` and :func:`locate`, by algorithm name.
 """
 from __future__ import annotations
 
@@ -55,7 +60,7 @@ class EndHits:
 class Algorithm:
     name: str
     metric: str | tuple[str, ...]  # the metric it serves, or several (exact matching: both at k = 0)
-    backends: dict[str, str]  # backend -> "module:function" under seqsift.kernels
+    backends: dict[str, str]  # backend -> "family:launcher", a launcher of seqsift.kernels.<family>
     summary: str
     max_m: int | None = None  # longest pattern it handles (None: any)
     max_k: int | None = None  # largest k it handles (None: any below m)
@@ -113,7 +118,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         ),
         # Mitani, Ino & Hagihara 2017 (papers/mitani2017-shift-or-inclusive-scan.txt): Shift-Or and
         # Wu-Manber as inclusive scans in the tribrid scheme, and the GBPR segmentation baseline. The
-        # CPU paths emulate the GPU kernels' formulation (shiftor_cpu.py). Exact matching serves both
+        # CPU paths emulate the GPU kernels' formulation (shiftor/cpu.py). Exact matching serves both
         # metrics at k = 0; all three also search raw byte text (--alphabet bytes).
         Algorithm(
             "exact-shiftor-scan", ("hamming", "edit"),
@@ -134,7 +139,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             max_m=64, max_k=8, alphabets=("dna", "bytes"),
         ),
         # Onsjo & Watanabe 2009 (papers/onsjo2009-bit-parallel-nfa.txt): the Baeza-Yates-Navarro
-        # NFA in Hyyro's packing, one block per NFA; the CPU path runs the same word updates (nfa_cpu.py).
+        # NFA in Hyyro's packing, one block per NFA; the CPU path runs the same word updates (nfa/cpu.py).
         Algorithm(
             "edit-nfa", "edit",
             {"cpu": "nfa:nfa_cpu", "cuda": "nfa:nfa_cuda"},
@@ -142,7 +147,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             max_k=31,
         ),
         # Ho, Oh & Kim 2017 (papers/ho2017-levenshtein-warp-shuffle.txt): the row-parallel
-        # X-matrix DP; the CPU path is a Numba emulation of the same recurrence (rowdp_cpu.py).
+        # X-matrix DP; the CPU path is a Numba emulation of the same recurrence (rowdp/cpu.py).
         Algorithm(
             "edit-rowdp", "edit",
             {"cpu": "rowdp:rowdp_cpu", "cuda": "rowdp:rowdp_global"},

@@ -2,7 +2,7 @@
 
     kernel(text, batch, k, owned_lo, owned_hi) -> EndHits   (see kernels/__init__.py)
 
-* :func:`myers_cpu`: Myers' bit-vector search (Numba, edit_cpu.py), one
+* :func:`myers_cpu`: Myers' bit-vector search (Numba, cpu.py), one
   64-bit word for rows of length <= 64 (four rows per task, advanced
   together), Hyyrö's blocks with Ukkonen's cutoff beyond. Rows run in parallel; when there are few rows, each row's text is
   also cut into segments (each restarts m + k characters early, which is
@@ -19,7 +19,7 @@ from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
 
 
 LANES = 4
-"""Rows of length <= 64 are searched four at a time (edit_cpu.myers_word4_tasks)."""
+"""Rows of length <= 64 are searched four at a time (cpu.myers_word4_tasks)."""
 
 
 def _row_groups(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:

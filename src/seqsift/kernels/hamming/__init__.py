@@ -4,7 +4,7 @@
 
 * :func:`scan_cpu`: every row against every owned window, early exit past k.
 * :func:`pigeonhole_cpu`: exact seeds of k+1 pattern pieces looked up in a
-  direct-address table, then verification (see hamming_cpu.py). Rows whose
+  direct-address table, then verification (see cpu.py). Rows whose
   pieces are too short or too ambiguous to index are handed to the scan, so
   the result is always exactly the scan's.
 

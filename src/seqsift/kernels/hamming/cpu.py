@@ -1,6 +1,6 @@
 """Numba code for k-mismatch (Hamming) search on the CPU.
 
-Two searches live here; ``hamming.py`` holds the launchers that prepare their
+Two searches live here; ``__init__.py`` holds the launchers that prepare their
 inputs and collect their outputs.
 
 * :func:`scan_tasks` compares a pattern (one *row* of a PatternBatch) with

@@ -10,8 +10,8 @@ before it), the compiled pattern masks sit in shared memory, and the text is
 2-bit packed (plus a bit plane for N). Each thread keeps 1, 2 or 4 of the
 NFA's words in registers (:func:`words_per_thread`) and exchanges its edge
 words through shared memory, one barrier per text character. The algorithm
-and its word layout are described in ``nfa_cpu.py``; the CUDA kernel is
-``nfa.cu``; bench_nfa.py measures it on the paper's experiment.
+and its word layout are described in ``cpu.py``; the CUDA kernel is
+``nfa.cu``, launched by ``cuda.py``; bench_nfa.py measures it on the paper's experiment.
 
 Limits, and what happens outside them (every row gets exact hits):
 
@@ -23,7 +23,7 @@ Limits, and what happens outside them (every row gets exact hits):
   floor(32 / (k + 1)) diagonals per word, on at most ``MAX_THREADS`` threads
   of at most 4 words: up to ``MAX_WORDS`` = 4,096 words (m <= 8,192 at k =
   10..15, more at smaller k, 4,096 at k = 16..31). Longer rows are routed to
-  ``edit_cuda.myers`` inside :func:`nfa_cuda` (so ``max_m`` is not declared).
+  the edit family's ``myers_cuda`` inside :func:`nfa_cuda` (so ``max_m`` is not declared).
   Rows shorter than 64 (down to m = 1) and rows with m <= k run in the NFA
   like any other.
 """
@@ -40,7 +40,7 @@ MAX_K = _cpu.MAX_K
 
 
 # ---------------------------------------------------------------------------
-# CPU: the Numba emulation (nfa_cpu.py)
+# CPU: the Numba emulation (cpu.py)
 # ---------------------------------------------------------------------------
 
 def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:

@@ -14,7 +14,7 @@ References (the numbers cited in the comments):
 
 The NFA (paper, Section 2). State (r, j), r = 0..k errors, j = 0..m pattern
 characters, is active after text T[..t) exactly when D[j][t] <= r, with D the
-search DP matrix of ``edit_cpu`` (D[0][t] = 0, D[j][0] = j). One text
+search DP matrix of ``edit/cpu.py`` (D[0][t] = 0, D[j][0] = j). One text
 character moves every state at once by the four rules match / replace /
 insert / delete. Active states fill every diagonal i = j - r from its first
 active row down, so diagonal i is one k+1-bit unary number (BYN); diagonals
@@ -70,7 +70,7 @@ f'_i = min(f_i + 1, f_{i+1} + 1, g(f_{i-1}, c)).
 Warm-up: a scan may start anywhere with every diagonal inactive (the column
 D[j] = j) as long as it starts m + k characters before its first reported
 end: an alignment of cost <= k spans at most m + k characters (as in
-``edit_cpu``).
+``edit/cpu.py``).
 
 This module holds the pattern compiler used by both backends
 (:func:`compile_rows`) and the Numba scan (:func:`nfa_tasks`), which runs the

@@ -7,17 +7,16 @@
 * :func:`rowdp_shfl` (``edit-rowdp-shfl``, CUDA): the paper's WsPASM_GPUshared,
   Algorithm 2 / equation (4), D[i-1][j-1] by ``__shfl_up_sync``, text tile,
   pattern, X and rows in shared memory;
-* :func:`rowdp_cpu` (both, CPU): the same recurrence in Numba (rowdp_cpu.py).
+* :func:`rowdp_cpu` (both, CPU): the same recurrence in Numba (cpu.py).
 
 The kernels are in ``rowdp.cu`` (its header proves the recurrence, the IUPAC
-form of X and the bounded window). The paper's algorithm searches one
+form of X and the bounded window), launched by ``cuda.py``. The paper's algorithm searches one
 pattern over one text; here the grid is (text tile, row of the batch): a
 block of THREADS threads runs the DP of one row over a tile of
 THREADS x R columns (R columns per thread), the first m + k of which are the
 warm-up before the tile's owned ends. Rows are grouped by R, which is chosen
 so that the warm-up is a small share of the tile (:func:`columns_per_thread`).
-Rows whose m + k exceeds MAX_WARM_UP, and rows of length 0, are handed to
-edit-myers (on the GPU) and to the empty-pattern rule.
+Rows whose m + k exceeds MAX_WARM_UP are handed to edit-myers (on the GPU).
 """
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ edit-wm-segmented   :func:`segmented_cpu`    :func:`segmented_cuda`     alpha (1
 The Wu-Manber algorithms report d(e) = min over s of ED(P, text[s:e]): the
 first level whose state at e is active. Pattern rows are IUPAC masks (DNA:
 text code 4 never matches) or raw bytes (``batch.alphabet == "bytes"``); both
-become the mask table B[c] (shiftor_cpu.mask_tables), so the kernels never
+become the mask table B[c] (cpu.mask_tables), so the kernels never
 see the difference.
 """
 from __future__ import annotations
@@ -144,13 +144,13 @@ def _clip(text_size: int, owned_lo: int, owned_hi: int) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------------
-# CPU paths (Numba; the GPU kernels' formulation, shiftor_cpu.py)
+# CPU paths (Numba; the GPU kernels' formulation, cpu.py)
 # ---------------------------------------------------------------------------
 
 def _tribrid_cpu(tasks, level_args: tuple, name: str, max_k: int, text, batch, k, owned_lo, owned_hi,
                  alpha: int, warps: int, bits: int | None, tiles_per_task: int | None) -> EndHits:
     """A scan's CPU path: the rows' tiles split into tasks, run by the Numba ``tasks``
-    kernel of shiftor_cpu (``level_args``: Wu-Manber's k, nothing for exact matching)."""
+    kernel of cpu.py (``level_args``: Wu-Manber's k, nothing for exact matching)."""
     lengths, tables, rows = _prepare(batch, k, max_k, name)
     text = np.ascontiguousarray(text, dtype=np.uint8)
     lo, hi = _clip(text.size, owned_lo, owned_hi)
