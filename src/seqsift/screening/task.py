@@ -7,6 +7,7 @@ import numpy as np
 
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
+from ..kernels.threads import use_worker_share
 from .planning import PairTask
 
 
@@ -32,6 +33,7 @@ class ScreenJob:
 
 def run_screen_task(sequences: WorkerSequences, task: PairTask, job: ScreenJob) -> dict:
     """Scores of a task's pairs; with a threshold, only the survivors (and their alignments)."""
+    use_worker_share()
     qi, ti = task.pair_indices()
     q_start, q_len = sequences.starts[qi], sequences.lengths[qi]
     t_start, t_len = sequences.starts[sequences.queries + ti], sequences.lengths[sequences.queries + ti]
