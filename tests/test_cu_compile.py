@@ -19,5 +19,8 @@ def test_cu_file_compiles_for_sm_90(source, tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-def test_there_are_cuda_sources():
-    assert {p.name for p in KERNELS} >= {"hamming.cu", "edit.cu"}
+def test_every_family_has_its_cuda_source_beside_it():
+    """kernels/<family>/<family>.cu, the layout pyproject.toml ships (kernels/*/*.cu)."""
+    families = {"hamming", "edit", "nfa", "rowdp", "shiftor", "sw"}
+    assert {(p.parent.name, p.name) for p in KERNELS} >= {(f, f"{f}.cu") for f in families}
+    assert all(p.parent.parent == KERNEL_DIR for p in KERNELS)

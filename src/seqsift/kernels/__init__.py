@@ -20,9 +20,10 @@ holds the launchers (the family's one public face), ``cpu.py`` the Numba
 code, ``cuda.py`` the CuPy launchers of ``<family>.cu``. The registry below
 names each kernel ``"<family>:<launcher>"`` (tests/test_registry.py resolves
 them all). Shared pieces: ``driver.py`` (the CPU launchers' parallel tasks),
-``cuda.py`` and ``hits.cuh`` (the CuPy backend), ``align_cpu.py`` (starts and
-CIGARs), ``planner.py`` (what ``auto`` runs). The engine only calls
-:func:`find_ends` and :func:`locate`, by algorithm name.
+``threads.py`` (a worker's Numba thread share), ``cuda.py`` and ``hits.cuh``
+(the CuPy backend), ``align_cpu.py`` (starts and CIGARs), ``planner.py`` (what
+``auto`` runs). The engine only calls :func:`find_ends` and :func:`locate`,
+by algorithm name.
 """
 from __future__ import annotations
 
