@@ -87,7 +87,7 @@ def test_spaces_inside_sequence_lines_are_dropped():
 
 @pytest.mark.parametrize("compress", [False, True])
 def test_read_records_from_files_agrees_with_screen(tmp_path, compress):
-    from seqsift.engine.screen import read_sequences
+    from seqsift.screening.inputs import read_sequences
 
     for make, suffix in ((random_fasta, "fa"), (random_fastq, "fq")):
         text = make(random.Random(9), "\n")
@@ -104,7 +104,9 @@ def test_read_records_from_files_agrees_with_screen(tmp_path, compress):
 BAD = {
     # text: words the one-line message must hold
     "hello\n>a\nAC\n": ["line 1", "not FASTA or FASTQ"],
-    "@r1\nACGT\n+\nIIII\n@r2\nACGT\n+\n": ["line 5", "truncated"],
+    "@r1\nACGT\n+\nIIII\n@r2\nACGT\n+\n": ["record 'r2' (line 5): truncated"],
+    "@r1\n\n+\n\n": ["record 'r1' (line 1): empty sequence"],
+    "@r1\nACGT\nIIII\n@r2\n": ["record 'r1' (line 1): line 3 should be the '+' line"],
     "@r1\nACGT\n-\nIIII\n": ["'r1'", "line 3", "'+' line"],
     "@r1\nACGT\n+\nIII\n": ["'r1'", "quality line has 3 characters", "sequence has 4"],
     "@r1\nACGT\n+\nIIII\nr2\nAC\n+\nII\n": ["line 5", "expected '@'"],

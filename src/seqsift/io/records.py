@@ -135,43 +135,68 @@ def _fasta(data: bytes, display: str) -> SequenceRecords:
 
 
 def _fastq(data: bytes, display: str) -> SequenceRecords:
+    """Four lines per record: @name, sequence, +, quality; blank lines only between records.
+
+    Without blank lines (the usual file) record k is simply lines 4k..4k+3,
+    found with no loop at all; with some, a loop over records finds where
+    each starts (a quality line may itself start with '@').
+    """
     buffer = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(buffer == 10)
     starts = np.concatenate(([0], newlines + 1))
     ends = np.append(newlines, len(buffer))
-    keep = starts < len(buffer)            # no empty line after a final '\n'
-    starts, ends = starts[keep], ends[keep]
-    line_numbers = np.flatnonzero(keep) + 1
+    if starts[-1] == len(buffer):          # no empty line after a final '\n'
+        starts, ends = starts[:-1], ends[:-1]
     ends = ends - ((ends > starts) & (buffer[np.maximum(ends - 1, 0)] == 13))  # '\r\n'
     blank = ends == starts
-    # blank lines are allowed between records only: drop them where a header is expected
-    not_blank = np.flatnonzero(~blank)
-    starts, ends, line_numbers = starts[not_blank], ends[not_blank], line_numbers[not_blank]
-    count = len(starts) // 4
-    if len(starts) % 4:
-        k = count * 4
-        raise InputError(f"{display}: record starting at line {int(line_numbers[k])}: truncated (a FASTQ record "
-                         f"has 4 lines: @name, sequence, +, quality)")
-    heads, seqs, pluses, quals = (np.arange(count) * 4 + j for j in range(4))
-    bad_head = np.flatnonzero(buffer[starts[heads]] != ord("@"))
+    line_count = len(starts)
+    if blank.any():
+        heads, truncated = [], None
+        k = 0
+        while k < line_count:  # one step per record (or per blank line between records)
+            if blank[k]:
+                k += 1
+                continue
+            if k + 3 >= line_count:
+                truncated = k
+                break
+            heads.append(k)
+            k += 4
+        heads = np.array(heads, dtype=np.int64)
+    else:
+        heads = np.arange(0, line_count - line_count % 4, 4)
+        truncated = line_count - line_count % 4 if line_count % 4 else None
+
+    def text(k: int) -> bytes:
+        return data[int(starts[k]):int(ends[k])]
+
+    checked = np.append(heads, truncated) if truncated is not None else heads
+    bad_head = np.flatnonzero(buffer[starts[checked]] != ord("@"))
     if bad_head.size:
-        k = heads[bad_head[0]]
-        raise InputError(f"{display}: line {int(line_numbers[k])}: expected '@' at the start of a FASTQ record, "
-                         f"found {quote(data[starts[k]:ends[k]][:20])}")
-    names = [_name(data[a:b], int(n), display) for a, b, n in
-             zip(starts[heads].tolist(), ends[heads].tolist(), line_numbers[heads].tolist())]
-    bad_plus = np.flatnonzero(buffer[starts[pluses]] != ord("+"))
+        k = int(checked[bad_head[0]])
+        raise InputError(f"{display}: line {k + 1}: expected '@' at the start of a FASTQ record, "
+                         f"found {quote(text(k)[:20])}")
+    names = [_name(text(k), k + 1, display) for k in checked.tolist()]
+    if truncated is not None:
+        raise InputError(f"{display}: record {quote(names[-1])} (line {truncated + 1}): truncated (a FASTQ "
+                         f"record has 4 lines: @name, sequence, +, quality)")
+    seqs, pluses, quals = heads + 1, heads + 2, heads + 3
+    bad_plus = np.flatnonzero(buffer[np.minimum(starts[pluses], len(buffer) - 1)] != ord("+") | blank[pluses])
     if bad_plus.size:
         k = int(bad_plus[0])
-        raise InputError(f"{display}: record {quote(names[k])} (line {int(line_numbers[heads[k]])}): line "
-                         f"{int(line_numbers[pluses[k]])} should be the '+' line, found "
-                         f"{quote(data[starts[pluses[k]]:ends[pluses[k]]][:20])} (multi-line FASTQ is not supported)")
+        raise InputError(f"{display}: record {quote(names[k])} (line {int(heads[k]) + 1}): line "
+                         f"{int(pluses[k]) + 1} should be the '+' line, found {quote(text(int(pluses[k]))[:20])} "
+                         f"(multi-line FASTQ is not supported)")
     sequence_lengths = ends[seqs] - starts[seqs]
+    empty = np.flatnonzero(sequence_lengths == 0)
+    if empty.size:
+        k = int(empty[0])
+        raise InputError(f"{display}: record {quote(names[k])} (line {int(heads[k]) + 1}): empty sequence")
     quality_lengths = ends[quals] - starts[quals]
     bad_quality = np.flatnonzero(sequence_lengths != quality_lengths)
     if bad_quality.size:
         k = int(bad_quality[0])
-        raise InputError(f"{display}: record {quote(names[k])} (line {int(line_numbers[heads[k]])}): the quality "
+        raise InputError(f"{display}: record {quote(names[k])} (line {int(heads[k]) + 1}): the quality "
                          f"line has {int(quality_lengths[k])} characters but the sequence has "
                          f"{int(sequence_lengths[k])}")
     # the sequence lines' bytes, gathered without a loop
@@ -181,9 +206,9 @@ def _fastq(data: bytes, display: str) -> SequenceRecords:
     lengths = sequence_lengths
     inner = _INNER_WHITESPACE[sequences]
     if inner.any():
-        record_of_byte = np.repeat(np.arange(count), sequence_lengths)
-        lengths = np.bincount(record_of_byte[~inner], minlength=count).astype(np.int64)
+        record_of_byte = np.repeat(np.arange(len(heads)), sequence_lengths)
+        lengths = np.bincount(record_of_byte[~inner], minlength=len(heads)).astype(np.int64)
         sequences = sequences[~inner]
-    offsets = np.zeros(count + 1, dtype=np.int64)
+    offsets = np.zeros(len(heads) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return SequenceRecords(names, sequences, offsets, line_numbers[heads].astype(np.int64), "fastq")
+    return SequenceRecords(names, sequences, offsets, heads + 1, "fastq")

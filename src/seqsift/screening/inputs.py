@@ -1,30 +1,26 @@
 """The screen job's inputs: FASTA/FASTQ files (plain or gzip) or lists, as one buffer of text codes.
 
-The search job's readers do not fit here: ``reference.py`` indexes one
-FASTA genome for random access, ``pattern_input.py`` reads IUPAC patterns;
-screen reads FASTQ too and any sequence letters. (The unified reader of
-issue 17 is to replace this one.)
+Files are read by :func:`seqsift.io.records.read_records` (FASTA or FASTQ,
+plain, gzip or BGZF), the reader pattern files share; this module adds what
+screen needs on top: records without bases refused, every byte a sequence
+letter, and the text codes.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from ..alphabet import encode_text
-from ..errors import InputError, quote, reading
+from ..errors import InputError, quote
+from ..io.records import read_records
 
 _SEQUENCE_LETTERS = np.zeros(256, dtype=bool)
 for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz*-.":
     _SEQUENCE_LETTERS[_c] = True
-_WHITESPACE = b" \t\r\v\f"
 _LOOKS_LIKE_SEQUENCE = re.compile(r"[ACGTNacgtn]+")
-_COMPRESSED = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
 
 
 @dataclass(eq=False)
@@ -111,112 +107,23 @@ def _encode(names: list[str], parts: list, source: str, lines) -> SequenceSet:
                        source=source, lines=None if lines is None else np.asarray(lines, dtype=np.int64))
 
 
-def _file_bytes(display: str) -> bytes:
-    path = Path(os.path.expanduser(display))
-    if not path.exists() and not path.is_symlink():
-        hint = ""
-        if _LOOKS_LIKE_SEQUENCE.fullmatch(display):
-            hint = " (to screen that sequence itself, pass it in a list)"
-        raise InputError(f"{display}: no such file{hint}")
-    with reading(display):
-        if path.is_dir():
-            raise InputError(f"{display}: is a directory, not a FASTA or FASTQ file")
-        data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":  # gzip or BGZF (multi-member gzip)
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise InputError(f"{display}: the gzip data is corrupt or truncated ({err})") from None
-    for magic, kind in _COMPRESSED.items():
-        if data.startswith(magic):
-            raise InputError(f"{display}: is {kind}-compressed; seqsift reads FASTA and FASTQ plain or "
-                             f"gzip-compressed (decompress it, or recompress it with gzip)")
-    return data
-
-
 def _read_file(path) -> SequenceSet:
+    """A FASTA/FASTQ file through seqsift.io.records, the reader shared with pattern files."""
     display = os.fspath(path)
-    data = _file_bytes(display)
-    if not data.strip():
-        raise InputError(f"{display}: is empty (no sequences)")
-    if b"\x00" in data[:1 << 16]:
-        raise InputError(f"{display}: looks like binary data, not a FASTA or FASTQ file")
-    lines = data.split(b"\n")
-    first = next(k for k, line in enumerate(lines) if line.strip())
-    start = lines[first].lstrip()
-    if start.startswith(b">"):
-        names, parts, header_lines = _parse_fasta(lines, first, display)
-    elif start.startswith(b"@"):
-        names, parts, header_lines = _parse_fastq(lines, first, display)
-    else:
-        raise InputError(f"{display}: line {first + 1}: not FASTA or FASTQ: a record starts with '>' (FASTA) "
-                         f"or '@' (FASTQ), this line with {quote(start[:20])}")
-    sequences = _encode(names, parts, display, header_lines)
-    _check_letters(sequences, b"".join(parts))
+    hint = " (to screen that sequence itself, pass it in a list)" if _LOOKS_LIKE_SEQUENCE.fullmatch(display) else ""
+    records = read_records(display, hint)
+    empty = np.flatnonzero(records.lengths == 0)
+    if empty.size:
+        k = int(empty[0])
+        raise InputError(f"{display}: record {quote(records.names[k])} (line {int(records.header_lines[k])}): "
+                         f"empty sequence")
+    sequences = SequenceSet(names=records.names, codes=encode_text(records.sequences), offsets=records.offsets,
+                            source=display, lines=records.header_lines)
+    _check_letters(sequences, records.sequences)
     return sequences
 
 
-def _name_of(header: bytes, line_no: int, display: str) -> str:
-    words = header[1:].split()
-    if not words:
-        raise InputError(f"{display}: line {line_no}: header line has no name (nothing after {header[:1].decode()!r})")
-    return words[0].decode("utf-8", errors="backslashreplace")
-
-
-def _parse_fasta(lines: list[bytes], first: int, display: str):
-    names, parts, header_lines = [], [], []
-    current: list[bytes] = []
-    for k in range(first, len(lines)):
-        line = lines[k]
-        if line.startswith(b">"):
-            if names:
-                parts.append(b"".join(current))
-            names.append(_name_of(line.rstrip(), k + 1, display))
-            header_lines.append(k + 1)
-            current = []
-        else:
-            current.append(line.translate(None, _WHITESPACE))
-    parts.append(b"".join(current))
-    for k, part in enumerate(parts):
-        if not part:
-            raise InputError(f"{display}: record {quote(names[k])} (line {header_lines[k]}): empty sequence")
-    return names, parts, header_lines
-
-
-def _parse_fastq(lines: list[bytes], first: int, display: str):
-    names, parts, header_lines = [], [], []
-    k, total = first, len(lines)
-    while k < total:
-        header = lines[k].rstrip()
-        if not header:
-            k += 1
-            continue
-        if not header.startswith(b"@"):
-            raise InputError(f"{display}: line {k + 1}: expected '@' at the start of a FASTQ record, found "
-                             f"{quote(header[:20])}")
-        name = _name_of(header, k + 1, display)
-        where = f"{display}: record {quote(name)} (line {k + 1})"
-        if k + 3 >= total:
-            raise InputError(f"{where}: truncated (a FASTQ record has 4 lines: @name, sequence, +, quality)")
-        sequence = lines[k + 1].translate(None, _WHITESPACE)
-        plus = lines[k + 2].rstrip()
-        quality = lines[k + 3].rstrip(b"\r")
-        if not plus.startswith(b"+"):
-            raise InputError(f"{where}: line {k + 3} should be the '+' line, found {quote(plus[:20])} "
-                             f"(multi-line FASTQ is not supported)")
-        if not sequence:
-            raise InputError(f"{where}: empty sequence")
-        if len(quality) != len(sequence):
-            raise InputError(f"{where}: the quality line has {len(quality)} characters but the sequence "
-                             f"has {len(sequence)}")
-        names.append(name)
-        parts.append(sequence)
-        header_lines.append(k + 1)
-        k += 4
-    return names, parts, header_lines
-
-
-def _check_letters(sequences: SequenceSet, raw: bytes) -> None:
+def _check_letters(sequences: SequenceSet, raw: bytes | np.ndarray) -> None:
     """InputError naming the record of the first byte that is no sequence letter."""
     values = np.frombuffer(raw, dtype=np.uint8)
     bad = np.flatnonzero(~_SEQUENCE_LETTERS[values])
