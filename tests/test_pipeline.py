@@ -204,3 +204,22 @@ def test_stage_timers_count_only_when_enabled(tmp_path):
     assert len(rows) > 0
     assert {"kernel", "locate"} <= set(taken) <= set(stages.STAGES)
     assert all(seconds >= 0 for seconds in taken.values())
+
+
+def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
+    import os
+
+    from distributed import Client
+
+    from seqsift import cluster
+
+    monkeypatch.setattr(cluster, "count_gpus", lambda: 1)
+    monkeypatch.delenv("SEQSIFT_GPU_WORKER_PROCESS", raising=False)
+    assert cluster.gpu_worker_in_process(None)
+    assert not cluster.gpu_worker_in_process([1])      # a GPU picked by number: a worker process for it
+    monkeypatch.setattr(cluster, "count_gpus", lambda: 2)
+    assert not cluster.gpu_worker_in_process(None)     # several GPUs: one worker process each
+    with cluster.in_process_gpu_cluster() as local, Client(local) as client:
+        assert client.scheduler.address.startswith("inproc://")
+        assert set(client.run(os.getpid).values()) == {os.getpid()}
+        assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [2]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..patterns import STRAND_SYMBOLS
+from . import stages
 
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
 DATASET_PART_ROWS = 4_000_000
@@ -201,6 +202,10 @@ class HitWriter(TableWriter):
                        "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
 
     def write(self, rows: pd.DataFrame) -> None:
+        with stages.timed("write"):
+            self._write_rows(rows)
+
+    def _write_rows(self, rows: pd.DataFrame) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -269,7 +274,8 @@ class FrameCollector:
 
     def write(self, rows: pd.DataFrame) -> None:
         if len(rows):
-            self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
+            with stages.timed("write"):
+                self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
             self.count += len(rows)
 
     def frame(self) -> pd.DataFrame:

@@ -49,7 +49,9 @@ def _matches(mask, code, exact_bytes=False):
     return ((mask >> code) & 1) == 1
 
 
-@njit(parallel=True, cache=True)
+# nogil: a GPU worker's two task threads locate hits while the other's kernel runs,
+# in the same process as the client's merge when the worker runs in-process (seqsift.cluster).
+@njit(parallel=True, cache=True, nogil=True)
 def hamming_ops(text, code_of, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes=False):
     """One '=' / 'X' operation per pattern position of each hit (text byte b compares as code_of[b])."""
     n = text.shape[0]
@@ -130,7 +132,7 @@ def _edit_locate_one(text, code_of, masks, row, m, end, d, ops, base, exact_byte
     return end - j_best, np.int64(count), 0
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status,
              exact_bytes=False):
     """Starts and alignment ops of edit hits, in parallel over hits.
@@ -153,7 +155,7 @@ def edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, o
         status[h] = bad
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cigar_bytes(ops, op_offsets, op_counts, char_offsets, out):
     """Run-length encode each hit's ops into CIGAR text (ASCII) at char_offsets[h];
     returns the number of characters written per hit.
@@ -210,7 +212,7 @@ def cigar_buffer(ops, op_offsets, op_counts) -> tuple[np.ndarray, np.ndarray]:
     return gather_spans(out, char_offsets, char_offsets + written)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _copy_spans(source, starts, offsets, out):
     for h in prange(starts.shape[0]):
         begin = starts[h]
