@@ -159,6 +159,7 @@ def _run(job, client, writer, *, output, chunk_size, pattern_batch_size, progres
     try:
         count = run_job(job, client, writer, chunk_size=chunk_size, pattern_batch_size=pattern_batch_size,
                         progress=progress, store=store)
+        stages.collect_workers(client)
     except BaseException:
         if store is not None and store.saved():
             note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "

@@ -4,9 +4,12 @@ The end-to-end benchmark (benchmarks/bench_end_to_end.py) asks where the
 wall time of a search goes: open/index, read, transfer, encode, kernel,
 merge, locate/align, write. Each stage adds its seconds with
 :func:`timed`; the sums live in this process (a Dask worker's, or the
-client's). The benchmark turns them on everywhere with
-``client.run(stages.enable)`` and :func:`enable`, and collects them with
-``client.run(stages.take)`` and :func:`take`.
+client's). Timing is on in every process started with
+``$SEQSIFT_STAGE_TIMES=1`` (worker processes inherit it), or after
+:func:`enable`; at the end of each job ``seqsift.search`` adds the workers'
+sums to the client's (:func:`collect_workers`), and :func:`take` reads them.
+Worker stages are summed over task threads, so with two threads per GPU
+they can add up to more than the wall time.
 
 When off (the default) :func:`timed` is a shared no-op context and nothing
 waits for the device: the only cost is one attribute test per stage. When
@@ -15,6 +18,7 @@ are theirs, not the next stage's (:func:`synchronize_device`).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import defaultdict
@@ -23,7 +27,7 @@ from contextlib import contextmanager, nullcontext
 STAGES = ("open", "read", "transfer", "encode", "kernel", "merge", "locate", "write")
 """The stage names, in pipeline order (``open`` = opening and indexing the reference)."""
 
-_enabled = False
+_enabled = os.environ.get("SEQSIFT_STAGE_TIMES") == "1"
 _seconds: dict[str, float] = defaultdict(float)
 _lock = threading.Lock()
 _OFF = nullcontext()
@@ -47,6 +51,15 @@ def take() -> dict[str, float]:
         taken = dict(_seconds)
         _seconds.clear()
     return taken
+
+
+def collect_workers(client) -> None:
+    """Move the workers' stage sums into this process's (a no-op when timing is off here)."""
+    if not _enabled:
+        return
+    for sums in client.run(take).values():
+        for stage, seconds in sums.items():
+            add(stage, seconds)
 
 
 def add(stage: str, seconds: float) -> None:
