@@ -133,7 +133,7 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
             table = _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
             blocks = min(4096, (source.size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
             load_module("encode.cu").get_function("encode_text_codes")(
-                (blocks,), (ENCODE_THREADS,), (device, np.int64(source.size), table), stream=up.stream)
+                (blocks,), (ENCODE_THREADS,), (device, np.int64(source.size), table))  # on up.stream, the current stream
             up.stream.synchronize()
     up.stream.synchronize()
     return device
