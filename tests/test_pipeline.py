@@ -223,3 +223,34 @@ def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
         assert client.scheduler.address.startswith("inproc://")
         assert set(client.run(os.getpid).values()) == {os.getpid()}
         assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [2]
+
+
+@pytest.mark.parametrize("metric", ["hamming", "edit"])
+def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
+    """After the background warm-up, locating a GPU-searched chunk's hits (read-only raw
+    bytes through the code table) needs no further Numba version."""
+    import threading
+
+    from seqsift.engine import task
+    from seqsift.kernels import align_cpu
+
+    task._warmed_up.discard(metric)
+    task.warm_up_locate(metric)
+    for thread in threading.enumerate():
+        if thread.name == "seqsift-warm-up-locate":
+            thread.join()
+    ops = align_cpu.hamming_ops if metric == "hamming" else align_cpu.edit_ops
+    loaded = {name: len(f.signatures) for name, f in (("ops", ops), ("cigar", align_cpu.cigar_bytes),
+                                                      ("copy", align_cpu._copy_spans))}
+    rng = random.Random(8)
+    text = _random_dna(rng, 2000)
+    reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
+    raw = np.frombuffer(reference.read(0, 0, 2000), np.uint8)   # as a GPU task's window holds it
+    batch = PatternSet(("p",), (text[100:120].upper().replace("N", "A"),)).oriented(range(1), (0,))
+    codes = encode_text(raw.tobytes())
+    distance = np.array([_hamming(batch, 0, codes, 120) if metric == "hamming" else _best_edit(batch, 0, codes, 120)])
+    starts, _ = locate_packed(metric, raw, batch, np.array([0], np.int32), np.array([120]),
+                              distance.astype(np.int16), code_of=TEXT_CODE_ARRAY)
+    gather_spans(raw, starts, np.array([120]))
+    assert {name: len(f.signatures) for name, f in (("ops", ops), ("cigar", align_cpu.cigar_bytes),
+                                                    ("copy", align_cpu._copy_spans))} == loaded
