@@ -62,7 +62,7 @@ def write_genome(folder: Path, bases: int, records: int, seed: int = 17) -> tupl
     folder.mkdir(parents=True, exist_ok=True)
     fasta, gz, stamp = folder / "genome.fa", folder / "genome.fa.gz", folder / "genome.json"
     wanted = {"bases": bases, "records": records, "seed": seed, "line": LINE}
-    if fasta.exists() and gz.exists() and stamp.exists() and json.loads(stamp.read_text())["made"] == wanted:
+    if fasta.exists() and gz.exists() and stamp.exists() and json.loads(stamp.read_text()).get("made") == wanted:
         return fasta, gz
     rng = np.random.default_rng(seed)
     letters = np.frombuffer(b"ACGT", np.uint8)
@@ -325,6 +325,10 @@ def plot(records: list[dict], path: Path, title: str) -> None:
         values = np.array([r[f"stage_{stage}_s"] for r in jobs])
         ax.bar(x - 0.2, values, width=0.4, bottom=bottom, label=stage, color=colors[i])
         bottom += values
+    for label, key, color in (("process start + imports", "startup_s", "black"), ("exit", "exit_s", "tan")):
+        values = np.array([r.get(key) or 0.0 for r in jobs])
+        ax.bar(x - 0.2, values, width=0.4, bottom=bottom, label=label, color=color, alpha=0.8)
+        bottom += values
     rest = np.array([max(0.0, r["value"] - b) for r, b in zip(jobs, bottom)])
     ax.bar(x - 0.2, rest, width=0.4, bottom=bottom, label="other (start-up, scheduling, results)",
            color="lightgrey")
@@ -333,8 +337,14 @@ def plot(records: list[dict], path: Path, title: str) -> None:
     ax.bar(x + 0.2, [r["value"] for r in jobs], width=0.4, fill=False, edgecolor="black", label="wall", zorder=3)
     ax.set_xticks(x, labels)
     sassy = next((r for r in records if r["algorithm"].startswith("sassy")), None)
+    top = max(max(bottom + rest), max(r["value"] for r in jobs)) * 1.15
     if sassy:
-        ax.axhline(sassy["value"], color="purple", linestyle="--", label=f"sassy-rs 312x23 ({sassy['value']:.1f} s)")
+        if sassy["value"] <= top:
+            ax.axhline(sassy["value"], color="purple", linestyle="--", label=f"sassy-rs 312x23 ({sassy['value']:.1f} s)")
+        else:
+            ax.text(0.99, 0.97, f"sassy-rs 312x23: {sassy['value']:.1f} s (off the scale)", ha="right", va="top",
+                    transform=ax.transAxes, color="purple")
+    ax.set_ylim(0, top)
     ax.set_ylabel("seconds (worker stages summed over task threads)")
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -376,6 +386,16 @@ def main() -> None:
     common = ["--backend", args.backend, "--no-progress"] + (["--workers", str(args.workers)] if args.workers else [])
     edit_job = ["-k", "3", "--metric", "edit", "-o", str(work / "edit.parquet")] + common
     hamming_job = ["-k", "4", "-o", str(work / "hamming.parquet")] + common
+
+    # A fresh install compiles its Numba and CUDA kernels on first use (disk-cached afterwards): do
+    # that on a small genome first, so that "cold" means a genome never seen, not a fresh install.
+    primer, _ = write_genome(args.genome_dir / "primer", 2_000_000, 2)
+    primer_codes = read_codes(primer)
+    for job, count, length, seed in ((edit_job, 312, 23, 1), (hamming_job, 1000, 20, 2)):
+        guides_file = work / f"primer-{count}x{length}.fa"
+        guides_file.write_text("".join(f">g{i}\n{g}\n" for i, g in enumerate(
+            sample_guides(primer_codes, count, length, seed))))
+        run_cli(["search", str(primer), str(guides_file), *job], env)
 
     kernel_edit, edit_algorithm = kernel_alone(codes, edit_guides, "edit", 3, args.backend)
     kernel_hamming, hamming_algorithm = kernel_alone(codes, hamming_guides, "hamming", 4, args.backend)
