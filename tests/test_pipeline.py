@@ -254,3 +254,40 @@ def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     gather_spans(raw, starts, np.array([120]))
     assert {name: len(f.signatures) for name, f in (("ops", ops), ("cigar", align_cpu.cigar_bytes),
                                                     ("copy", align_cpu._copy_spans))} == loaded
+
+
+def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):
+    """The second task thread waits for the first one's read instead of reading the chunk again."""
+    import threading
+
+    from seqsift.engine import task
+
+    text = _random_dna(random.Random(6), 3000)
+    reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
+    chunk = plan_chunks(reference.lengths, 1000, 8)[1].chunks[0]
+    reads, first_inside, second_asked = [], threading.Event(), threading.Event()
+    real_read, real_cached = task._read_raw, task._cached_window
+
+    def read(reference, chunk):
+        reads.append(threading.current_thread().name)
+        first_inside.set()
+        assert second_asked.wait(10)   # the second thread is now after the same window
+        return real_read(reference, chunk)
+
+    def cached(key, start):
+        if threading.current_thread().name == "task-1":
+            second_asked.set()
+        return real_cached(key, start)
+
+    monkeypatch.setattr(task, "_read_raw", read)
+    monkeypatch.setattr(task, "_cached_window", cached)
+    results = {}
+    threads = [threading.Thread(target=lambda n=n: results.__setitem__(n, task.read_chunk(reference, chunk)),
+                                name=f"task-{n}") for n in range(2)]
+    threads[0].start()
+    assert first_inside.wait(10)   # the first thread is reading before the second starts
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert len(reads) == 1
+    assert results[0].raw.tobytes() == results[1].raw.tobytes() == text[chunk.read_start:chunk.owned_end].encode()

@@ -126,26 +126,42 @@ def read_chunk(reference, chunk, need_raw: bool = True, on_device: bool = False)
     # Windows are keyed by where they end; one that starts earlier (a longer
     # halo, from a job with longer patterns) serves any later start by slicing.
     key = (identity, chunk.record_index, chunk.owned_end)
-    with _chunk_cache_lock:
-        cached = _chunk_cache.get(key)
-        if cached is not None and cached.start <= chunk.read_start:
-            _chunk_cache.move_to_end(key)
-            window = cached.from_start(chunk.read_start)
-        else:
-            cached, window = None, ChunkWindow(chunk.read_start)
+    window = _cached_window(key, chunk.read_start)
     if _has(window, need_raw, on_device):
         return window
-    window = _complete(reference, chunk, window, need_raw, on_device)
-    with _chunk_cache_lock:
-        # The completed window (it holds the cached forms too, sliced) replaces the entry.
-        _forget(_chunk_cache.pop(key, None))
-        _chunk_cache[key] = window
-        _cached_bytes["host"] += window.host_bytes()
-        _cached_bytes["device"] += window.device_bytes()
-        _evict("host", chunk_cache_budget(), ("raw", "codes"))
-        if window.device is not None:
-            _evict("device", device_cache_budget(), ("device",))
+    # One thread fills a window at a time: the other task thread, wanting the same
+    # chunk for another pattern batch, waits and then finds it in the cache.
+    with _loading_lock:
+        loading = _loading.setdefault(key, threading.Lock())
+    with loading:
+        window = _cached_window(key, chunk.read_start)
+        if _has(window, need_raw, on_device):
+            return window
+        window = _complete(reference, chunk, window, need_raw, on_device)
+        with _chunk_cache_lock:
+            # The completed window (it holds the cached forms too, sliced) replaces the entry.
+            _forget(_chunk_cache.pop(key, None))
+            _chunk_cache[key] = window
+            _cached_bytes["host"] += window.host_bytes()
+            _cached_bytes["device"] += window.device_bytes()
+            _evict("host", chunk_cache_budget(), ("raw", "codes"))
+            if window.device is not None:
+                _evict("device", device_cache_budget(), ("device",))
     return window
+
+
+_loading: dict[tuple, threading.Lock] = {}  # per window: held by the thread filling it
+_loading_lock = threading.Lock()
+
+
+def _cached_window(key: tuple, start: int) -> ChunkWindow:
+    """What the cache holds of the window from ``start`` (an empty window if nothing)."""
+    with _chunk_cache_lock:
+        cached = _chunk_cache.get(key)
+        if cached is not None and cached.start <= start:
+            _chunk_cache.move_to_end(key)
+            return cached.from_start(start)
+    return ChunkWindow(start)
 
 
 _cached_bytes = {"host": 0, "device": 0}
