@@ -1,4 +1,4 @@
-"""GPU encoding of reference bytes (encode.cu) equals the CPU encoding, and a GPU worker keeps
+"""GPU encoding of reference bytes (kernels/encode/encode.cu) equals the CPU encoding, and a GPU worker keeps
 its chunk's codes on the device between tasks (pytest -m gpu)."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
   on disk);
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
 * :func:`upload_and_encode`: raw reference bytes across PCIe from pinned
-  buffers, encoded to text codes on the device (``encode.cu``);
+  buffers, encoded to text codes on the device (``encode/encode.cu``);
 * :func:`compact_hits_buffers`: the counter and arrays of the device-side
   hit compaction every kernel uses (an atomic counter hands out slots);
 * :func:`is_out_of_memory`, :func:`release_cached_memory`: for
@@ -102,7 +102,7 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
 
     ``raw`` (bytes or a uint8 array: the newline-free FASTA bytes) is copied
     into a pinned buffer slice by slice while the previous slice crosses PCIe
-    asynchronously, then ``encode_text_codes`` (encode.cu) turns the bytes
+    asynchronously, then ``encode_text_codes`` (encode/encode.cu) turns the bytes
     into text codes in place, with ``alphabet.TEXT_CODE_ARRAY`` as its table.
     Returns when the codes are ready (the caller's kernels run on another
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
@@ -132,7 +132,7 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
         with up.stream, (clock("encode") if clock else _no_clock()):
             table = _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
             blocks = min(4096, (source.size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
-            load_module("encode.cu").get_function("encode_text_codes")(
+            load_module("encode/encode.cu").get_function("encode_text_codes")(
                 (blocks,), (ENCODE_THREADS,), (device, np.int64(source.size), table))  # on up.stream, the current stream
             up.stream.synchronize()
     up.stream.synchronize()

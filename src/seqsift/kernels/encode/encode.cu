@@ -1,3 +1,5 @@
+// Not an algorithm family: the CuPy backend's (kernels/cuda.py upload_and_encode) text encoding,
+// kept in a folder of its own because the package ships kernels/*/*.cu.
 // Reference bytes -> text codes on the device (seqsift/alphabet.py), in place.
 //
 // The host sends the FASTA's newline-free bytes as they are (upper and lower
