@@ -136,3 +136,9 @@ def test_file_bytes_errors(tmp_path):
     (tmp_path / "cut.gz").write_bytes(gzip.compress(b">a\nACGT\n" * 100)[:-12])
     with pytest.raises(InputError, match="corrupt or truncated"):
         file_bytes(tmp_path / "cut.gz", "a thing")
+
+
+def test_headers_that_are_not_utf8_are_kept_escaped():
+    """As screen always did: a Latin-1 header names its record with backslash escapes."""
+    records = parse_records(b">caf\xe9 x\nACGT\n>b\nGG\n", "x")
+    assert records.names == ["caf\\xe9", "b"] and records.sequence(0) == b"ACGT"

@@ -286,7 +286,7 @@ class Destination(Protocol):
 
 def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | None = None,
                threads: int | None = None, require_regular: bool = True, check_ascii: bool = True,
-               destination: Destination | None = None) -> FastaLayout:
+               destination: Destination | None = None, header_errors: str = "strict") -> FastaLayout:
     """Scan ``blocks`` (from blocks_of_file / blocks_of_stream) into a FastaLayout.
 
     The bases of every record, in file order (record i's are the next
@@ -298,7 +298,8 @@ def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | No
     columns of irregular records are meaningless, the names, lengths and
     bases right) or HeaderProblem (a non-ASCII sequence byte only with
     ``check_ascii``); the caller checks what a .fai cannot say (no records,
-    empty records, duplicates).
+    empty records, duplicates). ``header_errors``: how headers that are not
+    UTF-8 are decoded (``str.decode``'s errors; "strict" raises HeaderProblem).
     """
     threads = threads or worker_threads()
     parts: list[_Lines] = []
@@ -310,7 +311,7 @@ def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | No
                 sink(lines.sequence)
             lines.sequence = None
             parts.append(lines)
-    return _layout(parts, require_regular)
+    return _layout(parts, require_regular, header_errors)
 
 
 def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block], ahead: int,
@@ -372,7 +373,7 @@ def _join_lines(parts: list[_Lines]):
     return (np.add.reduceat(length, starts), carriage[lasts], newline[lasts], header[starts], count[starts])
 
 
-def _layout(parts: list[_Lines], require_regular: bool = True) -> FastaLayout:
+def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: str = "strict") -> FastaLayout:
     """The records' .fai columns from the runs of lines; RaggedRecord names the first bad line."""
     empty = FastaLayout((), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     if not parts:
@@ -383,7 +384,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True) -> FastaLayout:
     names = []
     for text in (text for part in parts for text in part.header_text):
         try:
-            words = text.decode("utf-8").split()
+            words = text.decode("utf-8", errors=header_errors).split()
         except UnicodeDecodeError:
             raise HeaderProblem("a header that is not UTF-8") from None
         if not words:

@@ -115,13 +115,12 @@ def _fasta(data: bytes, display: str) -> SequenceRecords:
     parts: list[np.ndarray] = []
     try:
         layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_stream([data]), parts.append, threads=1,
-                                       require_regular=False)
-    except fasta_scan.HeaderProblem:
-        # name the line: the first header without a name (non-ASCII sequence bytes are kept)
+                                       require_regular=False, check_ascii=False, header_errors="backslashreplace")
+    except fasta_scan.HeaderProblem:  # a header without a name: find its line for the message
         for number, line in enumerate(data.split(b"\n"), start=1):
             if line.startswith(b">"):
                 _name(line.rstrip(), number, display)
-        raise InputError(f"{display}: a header line is not UTF-8 text") from None
+        raise
     sequences = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
     lengths = layout.lengths
     inner = _INNER_WHITESPACE[sequences]
