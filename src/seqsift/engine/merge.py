@@ -16,7 +16,10 @@ still precede:
   left one on ties: exactly the locus a single unchunked scan reports.
 
 Memory: the held-back rows are those within one halo of the frontier plus
-rows behind an open run, never the whole result.
+rows behind an open run, never the whole result. An open run whose locus has
+distance 0 is emitted at once (nothing can replace it), so it holds nothing
+back; a run at a larger distance holds back the rows after its locus until
+it ends or improves.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ class OrderedMerger:
         self.position = "start" if job.reports_start else "end"
         self.pending: list[pd.DataFrame] = []      # final rows not yet safe to emit
         self.open_runs: dict[tuple[int, int], pd.Series] = {}  # (pattern, strand) -> piece
+        self.emitted_runs: set[tuple[int, int]] = set()  # open runs whose locus is already final
         self.previous_chunk: Chunk | None = None
 
     def add_group(self, group: ChunkGroup, rows: pd.DataFrame) -> Iterator[pd.DataFrame]:
@@ -62,6 +66,7 @@ class OrderedMerger:
         if not continues:
             self._close_open_runs()
         still_open: dict[tuple[int, int], pd.Series] = {}
+        still_emitted: set[tuple[int, int]] = set()
         final = []
         record_length = int(self.job.reference.lengths[chunk.record_index])
         touching = self._touches(chunk, pieces)
@@ -69,14 +74,26 @@ class OrderedMerger:
             for index in np.flatnonzero(touching):
                 piece = pieces.iloc[index]
                 key = (int(piece["pattern"]), int(piece["strand"]))
+                emitted = False
                 if continues and int(piece["first_end"]) == chunk.core_start + 1 and key in self.open_runs:
+                    emitted = key in self.emitted_runs
                     piece = _join(self.open_runs.pop(key), piece)
                 if int(piece["last_end"]) == chunk.owned_end and chunk.owned_end < record_length:
                     still_open[key] = piece
-                else:
+                    if not emitted and int(piece["distance"]) == 0:
+                        # Distance 0 cannot improve (and the left piece wins ties), so the
+                        # locus is final however far the run goes on: emit it now and keep
+                        # only the run's end, to absorb its later pieces. Otherwise a run
+                        # that never ends (a low-complexity pattern at a large k) would
+                        # hold back every later row of the record (_frontier).
+                        final.append(piece)
+                        emitted = True
+                    if emitted:
+                        still_emitted.add(key)
+                elif not emitted:
                     final.append(piece)
         self._close_open_runs()  # runs the chunk did not continue have ended
-        self.open_runs = still_open
+        self.open_runs, self.emitted_runs = still_open, still_emitted
         untouched = pieces[~touching]
         if final:
             untouched = pd.concat([untouched, pd.DataFrame(final)], ignore_index=True)
@@ -89,9 +106,10 @@ class OrderedMerger:
                 | (pieces["last_end"].to_numpy() == chunk.owned_end))
 
     def _close_open_runs(self) -> None:
-        if self.open_runs:
-            self.pending.append(pd.DataFrame(list(self.open_runs.values())))
-            self.open_runs = {}
+        closing = [piece for key, piece in self.open_runs.items() if key not in self.emitted_runs]
+        if closing:
+            self.pending.append(pd.DataFrame(closing))
+        self.open_runs, self.emitted_runs = {}, set()
 
     # -- ordered output -----------------------------------------------------------
 
@@ -105,8 +123,9 @@ class OrderedMerger:
             position = last.owned_end - self.job.halo
         else:
             position = last.owned_end + 1
-        for piece in self.open_runs.values():
-            position = min(position, int(piece[self.position]))
+        for key, piece in self.open_runs.items():
+            if key not in self.emitted_runs:
+                position = min(position, int(piece[self.position]))
         return (last.record_index, position)
 
     def _emit(self, before: tuple[int, int] | None) -> Iterator[pd.DataFrame]:
