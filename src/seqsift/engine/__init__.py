@@ -100,8 +100,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         if strand == "-":
             raise InputError("--alphabet bytes has no reverse complement: it searches the + strand only")
         strand = "+"
-    check_output_path(output)
     refuse_overwriting_inputs(output, {"reference": reference, "pattern file": patterns})
+    check_output_path(output)
     ref = open_reference(reference)
     pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
     if pattern_set.alphabet != alphabet:
