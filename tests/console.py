@@ -30,3 +30,12 @@ def one_line_error(result, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def write_job_inputs(folder, genome: str, patterns: list[tuple[str, str]]):
+    """``folder/ref.fa`` holding one record ``chrA`` = ``genome``, and ``folder/sites.tsv`` of name<TAB>sequence."""
+    reference = folder / "ref.fa"
+    reference.write_text(">chrA\n" + genome + "\n")
+    pattern_file = folder / "sites.tsv"
+    pattern_file.write_text("".join(f"{name}\t{sequence}\n" for name, sequence in patterns))
+    return reference, pattern_file

@@ -11,7 +11,7 @@ import stat
 import pandas as pd
 import pytest
 
-from console import one_line_error, run_seqsift
+from console import one_line_error, run_seqsift, write_job_inputs
 from naive_search import expected_rows
 
 GENOME = ("ACGTTGCAAGGCTAGCTAGGATCCATGCAAATTTGGGCCCATATATCGCGATTACAGGATCCATGAAACCC"
@@ -22,11 +22,7 @@ RUN = ("--workers", "1", "--backend", "cpu", "--no-progress")
 
 @pytest.fixture
 def inputs(tmp_path):
-    reference = tmp_path / "ref.fa"
-    reference.write_text(">chrA\n" + GENOME + "\n")
-    patterns = tmp_path / "sites.tsv"
-    patterns.write_text("".join(f"{name}\t{sequence}\n" for name, sequence in PATTERNS))
-    return reference, patterns
+    return write_job_inputs(tmp_path, GENOME, PATTERNS)
 
 
 def mode_of(path) -> int:

@@ -8,7 +8,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from console import one_line_error, run_seqsift, seqsift_command
+from console import one_line_error, run_seqsift, seqsift_command, write_job_inputs
 from naive_search import expected_rows
 from seqsift.engine.lock import OutputLock, lock_path_for
 from seqsift.errors import InputError
@@ -20,11 +20,7 @@ RUN = ("--workers", "1", "--backend", "cpu", "--no-progress")
 
 @pytest.fixture
 def inputs(tmp_path):
-    reference = tmp_path / "ref.fa"
-    reference.write_text(">chrA\n" + GENOME + "\n")
-    patterns = tmp_path / "sites.tsv"
-    patterns.write_text("".join(f"{name}\t{sequence}\n" for name, sequence in PATTERNS))
-    return reference, patterns
+    return write_job_inputs(tmp_path, GENOME, PATTERNS)
 
 
 def test_second_job_on_a_busy_output_stops_with_one_line_naming_the_first(inputs, tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import random
 from contextlib import contextmanager
 
 import pandas as pd
@@ -15,29 +14,17 @@ import seqsift
 import seqsift.engine
 from console import run_seqsift
 from seqsift.engine.store import TaskStore
-from test_engine import mutate, write_fasta
-
-CHUNK = 1_000
+from test_faults import CHUNK, genome  # noqa: F401 (a fixture)
 RUN = ("--workers", "1", "--backend", "cpu", "--no-progress", "--chunk-size", str(CHUNK))
 
 
 @pytest.fixture(scope="module")
-def job_files(tmp_path_factory):
-    """A 3-record genome of a few chunks each, and a pattern file."""
-    rng = random.Random(11)
-    guides = ["".join(rng.choice("ACGT") for _ in range(16)) for _ in range(4)]
-    records = []
-    for r in range(3):
-        parts = []
-        while sum(map(len, parts)) < 3_000 + 700 * r:
-            parts.append("".join(rng.choice("ACGT") for _ in range(rng.randint(20, 200))))
-            parts.append(mutate(rng, rng.choice(guides), rng.randint(0, 2)))
-        records.append((f"chr{r + 1}", "".join(parts)))
-    folder = tmp_path_factory.mktemp("store")
-    reference = write_fasta(folder / "ref.fa", records)
-    patterns = folder / "guides.tsv"
-    patterns.write_text("".join(f"g{i}\t{g}\n" for i, g in enumerate(guides)))
-    return str(reference), str(patterns)
+def job_files(genome, tmp_path_factory):
+    """test_faults' genome (3 records of several chunks each) and its guides as a pattern file."""
+    reference, guides = genome
+    patterns = tmp_path_factory.mktemp("store") / "guides.tsv"
+    patterns.write_text("".join(f"{name}\t{sequence}\n" for name, sequence in guides))
+    return reference, str(patterns)
 
 
 def search_keeping_the_store(job_files, client, output, k=2, monkeypatch=None):
