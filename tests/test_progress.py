@@ -93,7 +93,7 @@ def test_search_progress_in_a_log_counts_the_genome_once(tmp_path, pattern_batch
                              "--workers", "1", "--backend", "cpu", stderr=stderr)
     text = log.read_text()
     assert result.returncode == 0, text
-    lines = text.splitlines()
-    assert lines[0] == "searching: 0 of 10 kbp (0%), 0:00 elapsed, estimating the time left", text
+    lines = [line for line in text.splitlines() if line.startswith("searching")]  # not Dask's warnings
+    assert lines and lines[0] == "searching: 0 of 10 kbp (0%), 0:00 elapsed, estimating the time left", text
     assert lines[-1].startswith("searching: 10 kbp done in "), text
     assert "\r" not in text and "\x1b" not in text

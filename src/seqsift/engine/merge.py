@@ -18,11 +18,15 @@ still precede:
 Memory: the held-back rows are those within one halo of the frontier plus
 rows behind an open run, never the whole result. An open run whose locus has
 distance 0 is emitted at once (nothing can replace it), so it holds nothing
-back; a run at a larger distance holds back the rows after its locus until
-it ends or improves.
+back. A run at a larger distance must hold back the rows after its locus
+until it ends or improves (a later end at a smaller distance would move the
+locus past them); those rows wait on disk past ``spill_rows`` and come back
+part by part (:class:`_HeldRows`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -31,13 +35,19 @@ from numba import njit
 
 from ..partitioning import Chunk, ChunkGroup, adjacent
 from .job import SearchJob
+from .store import SpillFolder
+
+
+SPILL_ROWS = 500_000
+"""Rows the client keeps in memory while they wait (for their turn, or behind an open run) before
+they go to disk."""
 
 
 class OrderedMerger:
-    def __init__(self, job: SearchJob):
+    def __init__(self, job: SearchJob, spill_rows: int = SPILL_ROWS):
         self.job = job
         self.position = "start" if job.reports_start else "end"
-        self.pending: list[pd.DataFrame] = []      # final rows not yet safe to emit
+        self.held = _HeldRows(self.position, job.reports_start, spill_rows)  # final, not yet safe to emit
         self.open_runs: dict[tuple[int, int], pd.Series] = {}  # (pattern, strand) -> piece
         self.emitted_runs: set[tuple[int, int]] = set()  # open runs whose locus is already final
         self.previous_chunk: Chunk | None = None
@@ -48,20 +58,23 @@ class OrderedMerger:
             chunk_rows = rows[rows["record"].to_numpy() == chunk.record_index] if len(group.chunks) > 1 else rows
             if self.job.joins_runs:
                 chunk_rows = self._join_runs(chunk, chunk_rows)
-            if len(chunk_rows):
-                self.pending.append(chunk_rows)
+            self.held.add(chunk_rows)
             self.previous_chunk = chunk
-        yield from self._emit(before=self._frontier(group))
+        yield from self.held.release(before=self._frontier(group))
 
     def finish(self) -> Iterator[pd.DataFrame]:
         """Close every open run and yield every remaining row."""
         self._close_open_runs()
-        yield from self._emit(before=None)
+        yield from self.held.release(before=None)
+
+    def close(self) -> None:
+        """Drop whatever is still held (a job that failed), on disk included."""
+        self.held.close()
 
     # -- best-mode runs across chunk cores -----------------------------------
 
     def _join_runs(self, chunk: Chunk, pieces: pd.DataFrame) -> pd.DataFrame:
-        """Join ``pieces`` with open runs; return the pieces that are final now."""
+        """Join ``pieces`` with open runs; return the pieces no run crosses (ended runs go to ``held``)."""
         continues = self.previous_chunk is not None and adjacent(self.previous_chunk, chunk)
         if not continues:
             self._close_open_runs()
@@ -94,10 +107,9 @@ class OrderedMerger:
                     final.append(piece)
         self._close_open_runs()  # runs the chunk did not continue have ended
         self.open_runs, self.emitted_runs = still_open, still_emitted
-        untouched = pieces[~touching]
-        if final:
-            untouched = pd.concat([untouched, pd.DataFrame(final)], ignore_index=True)
-        return untouched
+        if final:   # loci of runs that ended: they may precede every row held so far
+            self.held.add(pd.DataFrame(final), ahead=True)
+        return pieces[~touching]
 
     @staticmethod
     def _touches(chunk: Chunk, pieces: pd.DataFrame) -> np.ndarray:
@@ -108,7 +120,7 @@ class OrderedMerger:
     def _close_open_runs(self) -> None:
         closing = [piece for key, piece in self.open_runs.items() if key not in self.emitted_runs]
         if closing:
-            self.pending.append(pd.DataFrame(closing))
+            self.held.add(pd.DataFrame(closing), ahead=True)
         self.open_runs, self.emitted_runs = {}, set()
 
     # -- ordered output -----------------------------------------------------------
@@ -128,21 +140,97 @@ class OrderedMerger:
                 position = min(position, int(piece[self.position]))
         return (last.record_index, position)
 
-    def _emit(self, before: tuple[int, int] | None) -> Iterator[pd.DataFrame]:
-        if not self.pending:
+
+class _HeldRows:
+    """Rows that are final but may not be written yet, kept as parts in arrival order.
+
+    Each part remembers its smallest (record, position). :meth:`release`
+    yields, sorted, every row before a given (record, position), part by
+    part: a part's rows come out as soon as no later part can hold a smaller
+    one, so only about one part is in memory at a time even when a run that
+    stayed open for a whole record finally lets everything go. Past
+    ``spill_rows`` rows in memory a new part goes to disk (Arrow IPC) until
+    its turn. Parts of ended runs' loci are put ahead (``add(ahead=True)``):
+    they may precede every held row, and would otherwise keep every part
+    before them in memory.
+    """
+
+    def __init__(self, position: str, reports_start: bool, spill_rows: int):
+        self.position = position
+        self.reports_start = reports_start
+        self.spill_rows = spill_rows
+        self.parts: list[_Part] = []
+        self.rows_in_memory = 0
+        self._spill = SpillFolder()
+        self._spilled = 0
+
+    def add(self, rows: pd.DataFrame, ahead: bool = False) -> None:
+        if len(rows) == 0:
             return
-        rows = pd.concat(self.pending, ignore_index=True) if len(self.pending) > 1 else self.pending[0]
-        if before is not None:
-            record, position = before
-            records = rows["record"].to_numpy()
-            safe = (records < record) | ((records == record) & (rows[self.position].to_numpy() < position))
-            held = rows[~safe]
-            rows = rows[safe]
-            self.pending = [held] if len(held) else []
+        part = _Part(self._smallest(rows), len(rows), rows, None)
+        if not ahead and self.rows_in_memory + len(rows) > self.spill_rows:
+            part.path = self._spill.write(f"held-{self._spilled}", rows)
+            part.rows = None
+            self._spilled += 1
         else:
-            self.pending = []
-        if len(rows):
-            yield sort_rows(rows, self.job.reports_start)
+            self.rows_in_memory += len(rows)
+        if ahead:
+            self.parts.insert(0, part)
+        else:
+            self.parts.append(part)
+
+    def release(self, before: tuple[int, int] | None) -> Iterator[pd.DataFrame]:
+        """Every held row whose (record, position) is smaller than ``before`` (None: all), in output order."""
+        due = [part for part in self.parts if before is None or part.smallest < before]
+        if not due:
+            return
+        self.parts = [part for part in self.parts if not (before is None or part.smallest < before)]
+        # Parts not due start at or after ``before``: only the due parts still to come bound a release.
+        later_smallest = [None] * len(due)
+        bound = before
+        for i in range(len(due) - 1, -1, -1):
+            later_smallest[i] = bound
+            bound = due[i].smallest if bound is None else min(bound, due[i].smallest)
+        carried = None
+        for part, limit in zip(due, later_smallest):
+            rows = self._take(part)
+            carried = rows if carried is None else pd.concat([carried, rows], ignore_index=True)
+            if limit is None:
+                safe = np.ones(len(carried), dtype=bool)
+            else:
+                records = carried["record"].to_numpy()
+                positions = carried[self.position].to_numpy()
+                safe = (records < limit[0]) | ((records == limit[0]) & (positions < limit[1]))
+            if safe.any():
+                yield sort_rows(carried[safe], self.reports_start)
+                carried = carried[~safe]
+        if carried is not None and len(carried):
+            self.parts.insert(0, _Part(self._smallest(carried), len(carried), carried, None))
+            self.rows_in_memory += len(carried)
+
+    def _take(self, part: "_Part") -> pd.DataFrame:
+        if part.rows is not None:
+            self.rows_in_memory -= part.count
+            return part.rows
+        return self._spill.take(part.path)
+
+    def _smallest(self, rows: pd.DataFrame) -> tuple[int, int]:
+        records = rows["record"].to_numpy()
+        first = records.min()
+        return int(first), int(rows[self.position].to_numpy()[records == first].min())
+
+    def close(self) -> None:
+        self.parts = []
+        self.rows_in_memory = 0
+        self._spill.close()
+
+
+@dataclass
+class _Part:
+    smallest: tuple[int, int]     # (record, position) of its first row in output order
+    count: int
+    rows: pd.DataFrame | None     # in memory, or
+    path: Path | None             # spilled
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,6 @@ Progress (``seqsift.progress``) counts the genome's bases once.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -22,12 +21,10 @@ from distributed import Client, as_completed
 from ..partitioning import plan_chunks
 from ..progress import open_progress
 from .job import SearchJob
-from .merge import OrderedMerger
+from .merge import SPILL_ROWS, OrderedMerger
 from .shared import on_workers
+from .store import SpillFolder
 from .task import run_task
-
-SPILL_ROWS = 500_000
-"""Rows of tasks that finished before their group's turn kept in client memory before they go to disk."""
 
 
 class _EarlyTasks:
@@ -44,20 +41,12 @@ class _EarlyTasks:
         self.in_memory: dict[tuple[int, int], pd.DataFrame] = {}
         self.on_disk: dict[tuple[int, int], Path] = {}
         self.rows_in_memory = 0
-        self._spill_dir: tempfile.TemporaryDirectory | None = None
+        self._spill = SpillFolder()
 
     def put(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
         """Keep the rows of task ``key`` = (group index, batch index)."""
         if self.rows_in_memory + len(rows) > self.spill_rows:
-            import pyarrow as pa
-
-            if self._spill_dir is None:
-                self._spill_dir = tempfile.TemporaryDirectory(prefix="seqsift-spill-")
-            path = Path(self._spill_dir.name) / f"task-{key[0]}-{key[1]}.arrow"
-            table = pa.Table.from_pandas(rows, preserve_index=False)
-            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as ipc:
-                ipc.write_table(table)
-            self.on_disk[key] = path
+            self.on_disk[key] = self._spill.write(f"task-{key[0]}-{key[1]}", rows)
         else:
             self.in_memory[key] = rows
             self.rows_in_memory += len(rows)
@@ -67,21 +56,14 @@ class _EarlyTasks:
             rows = self.in_memory.pop(key)
             self.rows_in_memory -= len(rows)
             return rows
-        import pyarrow as pa
-
-        path = self.on_disk.pop(key)
-        with pa.OSFile(str(path), "rb") as source:
-            rows = pa.ipc.open_file(source).read_all().to_pandas()
-        path.unlink()
-        return rows
+        return self._spill.take(self.on_disk.pop(key))
 
     def close(self) -> None:
-        if self._spill_dir is not None:
-            self._spill_dir.cleanup()
+        self._spill.close()
 
 
 def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_batch_size: int,
-            progress: bool = False, store=None, spill_rows: int = SPILL_ROWS) -> int:
+            progress: bool = False, store=None, spill_rows: int | None = None) -> int:
     """Run ``job`` on ``client`` and write its rows, sorted, to ``writer``; return the row count.
 
     With a :class:`~seqsift.engine.store.TaskStore`, every finished task is
@@ -89,7 +71,8 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
     """
     groups = plan_chunks(job.reference.lengths, chunk_size, job.halo, min_length=job.shortest_hit)
     pattern_ranges = job.patterns.batches(pattern_batch_size)
-    merger = OrderedMerger(job)
+    spill_rows = SPILL_ROWS if spill_rows is None else spill_rows
+    merger = OrderedMerger(job, spill_rows)
     early = _EarlyTasks(spill_rows)
     unfinished_batches = {group.index: len(pattern_ranges) for group in groups}
     planned = {(group.index, b) for group in groups for b in range(len(pattern_ranges))}
@@ -145,6 +128,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
         for future in futures:
             future.cancel()
         early.close()
+        merger.close()
         bar.close(ok=finished)
     return writer.count
 

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -91,6 +92,27 @@ def write_durably(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
     os.replace(temporary, path)
     fsync_directory(path.parent)
+
+
+def arrow_bytes(rows: pd.DataFrame, metadata: dict[bytes, bytes] | None = None) -> bytes:
+    """``rows`` as an Arrow IPC file (data only: reading it back runs no code), with schema ``metadata``."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as ipc:
+        ipc.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def frame_of_arrow(data: bytes) -> tuple[pd.DataFrame, dict[bytes, bytes]]:
+    """The rows and schema metadata of an Arrow IPC file's bytes (ValueError if it is not one, whole)."""
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    return table.to_pandas(), dict(table.schema.metadata or {})
 
 
 def read_manifest(directory: Path) -> dict | None:
@@ -175,30 +197,50 @@ class TaskStore:
     def saved(self) -> set[tuple[int, int]]:
         return set(self._saved)
 
-    def save(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
-        import pyarrow as pa
+    def _stamp(self, key: tuple[int, int]) -> dict[bytes, bytes]:
+        """What every task file carries: the job's fingerprint digest and the task's key."""
+        return {_DIGEST_KEY: self.digest.encode(), _TASK_KEY: f"{key[0]}-{key[1]}".encode()}
 
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), _DIGEST_KEY: self.digest.encode(),
-                                               _TASK_KEY: f"{key[0]}-{key[1]}".encode()})
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema) as ipc:
-            ipc.write_table(table)
-        write_durably(self._path(key), sink.getvalue().to_pybytes())
+    def save(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
+        write_durably(self._path(key), arrow_bytes(rows, self._stamp(key)))
         self._saved.add(key)
 
     def _read(self, key: tuple[int, int]) -> pd.DataFrame:
         """The task's rows; ValueError if the file is not this job's task ``key``, whole."""
-        import pyarrow as pa
-
-        table = pa.ipc.open_file(pa.BufferReader(self._path(key).read_bytes())).read_all()
-        metadata = table.schema.metadata or {}
-        if metadata.get(_DIGEST_KEY) != self.digest.encode() or metadata.get(_TASK_KEY) != f"{key[0]}-{key[1]}".encode():
+        rows, metadata = frame_of_arrow(self._path(key).read_bytes())
+        stamp = self._stamp(key)
+        if any(metadata.get(name) != value for name, value in stamp.items()):
             raise ValueError(f"{self._path(key)} belongs to another job or task")
-        return table.to_pandas()
+        return rows
 
     def load(self, key: tuple[int, int]) -> pd.DataFrame:
         return self._read(key)
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class SpillFolder:
+    """Rows set aside on disk while a job runs (a private temporary folder, made when first used)."""
+
+    def __init__(self):
+        self._folder: tempfile.TemporaryDirectory | None = None
+
+    def write(self, name: str, rows: pd.DataFrame) -> Path:
+        if self._folder is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="seqsift-spill-")
+        path = Path(self._folder.name) / f"{name}.arrow"
+        path.write_bytes(arrow_bytes(rows))
+        return path
+
+    @staticmethod
+    def take(path: Path) -> pd.DataFrame:
+        """The rows written to ``path``; the file is removed."""
+        rows, _ = frame_of_arrow(path.read_bytes())
+        path.unlink()
+        return rows
+
+    def close(self) -> None:
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
