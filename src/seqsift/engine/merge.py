@@ -168,12 +168,7 @@ class _HeldRows:
         if len(rows) == 0:
             return
         part = _Part(self._smallest(rows), len(rows), rows, None)
-        if not ahead and self.rows_in_memory + len(rows) > self.spill_rows:
-            part.path = self._spill.write(f"held-{self._spilled}", rows)
-            part.rows = None
-            self._spilled += 1
-        else:
-            self.rows_in_memory += len(rows)
+        self.rows_in_memory += len(rows)
         if ahead:
             self.parts.insert(0, part)
         else:
@@ -183,6 +178,7 @@ class _HeldRows:
         """Every held row whose (record, position) is smaller than ``before`` (None: all), in output order."""
         due = [part for part in self.parts if before is None or part.smallest < before]
         if not due:
+            self._spill_past_budget()
             return
         self.parts = [part for part in self.parts if not (before is None or part.smallest < before)]
         # Parts not due start at or after ``before``: only the due parts still to come bound a release.
@@ -207,6 +203,18 @@ class _HeldRows:
         if carried is not None and len(carried):
             self.parts.insert(0, _Part(self._smallest(carried), len(carried), carried, None))
             self.rows_in_memory += len(carried)
+        self._spill_past_budget()
+
+    def _spill_past_budget(self) -> None:
+        """Past ``spill_rows`` in memory, the newest parts (the last to be due) go to disk."""
+        for part in reversed(self.parts):
+            if self.rows_in_memory <= self.spill_rows:
+                break
+            if part.rows is not None:
+                part.path = self._spill.write(f"held-{self._spilled}", part.rows)
+                part.rows = None
+                self.rows_in_memory -= part.count
+                self._spilled += 1
 
     def _take(self, part: "_Part") -> pd.DataFrame:
         if part.rows is not None:
