@@ -17,6 +17,7 @@ from ..pattern_input import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
 from ..reference import open_reference
 from .job import MODES, SearchJob
+from . import stages
 from .lock import OutputLock
 from .output import FrameCollector, HitWriter, check_output_path, refuse_overwriting_inputs
 from .run import run_job
@@ -102,7 +103,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         strand = "+"
     refuse_overwriting_inputs(output, {"reference": reference, "pattern file": patterns})
     check_output_path(output)
-    ref = open_reference(reference)
+    with stages.timed("open"):
+        ref = open_reference(reference)
     pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
     if pattern_set.alphabet != alphabet:
         raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
@@ -142,6 +144,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
             try:
                 count = run_job(job, run_client, writer, chunk_size=chunk_size,
                                 pattern_batch_size=pattern_batch_size, progress=progress, store=store)
+                stages.collect_workers(run_client)
                 if isinstance(writer, HitWriter):
                     writer.close()
             except BaseException:
