@@ -97,3 +97,21 @@ def test_search_progress_in_a_log_counts_the_genome_once(tmp_path, pattern_batch
     assert lines and lines[0] == "searching: 0 of 10 kbp (0%), 0:00 elapsed, estimating the time left", text
     assert lines[-1].startswith("searching: 10 kbp done in "), text
     assert "\r" not in text and "\x1b" not in text
+
+
+def test_screen_progress_in_a_log_counts_cells_from_the_start(tmp_path):
+    """screen uses the same progress: a first line at the start (no guessed time), a last at the end."""
+    queries = tmp_path / "q.fa"
+    targets = tmp_path / "t.fa"
+    queries.write_text("".join(f">q{k}\n{'ACGTTGCAAG' * 4}\n" for k in range(10)))
+    targets.write_text("".join(f">t{k}\n{'GGATCCAT' * 6}\n" for k in range(10)))
+    log = tmp_path / "job.log"
+    with open(log, "w") as stderr:
+        result = run_seqsift("screen", queries, targets, "--workers", "1", "--backend", "cpu",
+                             "--batch-pairs", "3", "-o", tmp_path / "scores.tsv", stderr=stderr)
+    text = log.read_text()
+    assert result.returncode == 0, text
+    lines = [line for line in text.splitlines() if line.startswith("screening")]
+    # 10 pairs of 40 x 48 cells (lengths that need no padding).
+    assert lines and lines[0] == "screening: 0 of 19.2 kcells (0%), 0:00 elapsed, estimating the time left", text
+    assert lines[-1].startswith("screening: 19.2 kcells done in "), text
