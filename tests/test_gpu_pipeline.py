@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import TEXT_CODE_TABLE, encode_text
-from seqsift.reference import open_reference
+from seqsift.io.reference import open_reference
 
 from test_engine import write_fasta
 

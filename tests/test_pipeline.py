@@ -24,7 +24,7 @@ from seqsift.engine.task import STRING_DTYPE, read_chunk, run_task, string_colum
 from seqsift.kernels import gather_spans, locate, locate_packed
 from seqsift.partitioning import plan_chunks
 from seqsift.patterns import PatternSet
-from seqsift.reference import open_reference
+from seqsift.io.reference import open_reference
 
 from test_engine import write_fasta
 
