@@ -109,10 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
-                                        "table that --algorithm auto uses on this machine.")
+                                        "table that --algorithm auto uses on this machine (not with "
+                                        "--quick).")
     b.add_argument("--backend", default="auto", choices=["auto", *kernels.BACKENDS])
     b.add_argument("--out", default="seqsift-bench", help="folder for the results (default ./seqsift-bench)")
-    b.add_argument("--quick", action="store_true", help="a small grid on short texts (a smoke test)")
+    b.add_argument("--quick", action="store_true",
+                   help="a small grid on short texts (a smoke test): writes only its report, not the table")
     b.add_argument("--no-save-table", action="store_true", help="do not change the table auto uses")
     return parser
 
