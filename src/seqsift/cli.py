@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 import tempfile
 import time
@@ -241,7 +242,7 @@ def _write_traceback_log(err: BaseException, argv: list[str] | None) -> str:
     A task's exception raised on a Dask worker carries the worker's frames, so the
     log shows where on the worker it failed.
     """
-    command = " ".join(["seqsift", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["seqsift", *(sys.argv[1:] if argv is None else argv)])
     text = (f"seqsift {__version__}, Python {sys.version.split()[0]}\n$ {command}\n\n"
             + "".join(traceback.format_exception(err)))
     try:
