@@ -56,7 +56,9 @@ def fail_past(text_length_limit: int, log: str, after_a_file_in: str | None = No
     a ``task-*`` file appears there: the client saves finished tasks one at a time, in the
     order their results arrive, so once it has begun saving one, that save completes before
     it sees any failure. The quick tasks are thus saved before the job fails, however
-    busy the machine (``wait_limit_s`` only bounds a broken test).
+    busy the machine (``wait_limit_s`` only bounds a broken test). While it waits, the task
+    leaves the worker's thread pool (``distributed.secede``), so the quick tasks queued
+    behind it on a one-thread worker still run.
     """
 
     def broken(algorithm, backend, text, *args, **kwargs):
@@ -64,6 +66,9 @@ def fail_past(text_length_limit: int, log: str, after_a_file_in: str | None = No
             handle.write(f"{len(text)}\n")
         if len(text) > text_length_limit:
             if after_a_file_in is not None:
+                from distributed import secede
+
+                secede()
                 _wait_for(lambda: any(Path(after_a_file_in).glob("task-*")), wait_limit_s)
             raise RuntimeError("planted fault: this task always fails")
         return _REAL_FIND_ENDS(algorithm, backend, text, *args, **kwargs)

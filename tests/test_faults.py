@@ -111,8 +111,8 @@ def test_interrupted_job_resumes(genome, fresh_client, tmp_path):
     reference, guides = genome
     out = tmp_path / "resumed.tsv"
     store = tmp_path / ".resumed.tsv.seqsift-tasks"
-    # First run: every window longer than one chunk core (all but each record's first) fails,
-    # but only once the client has begun saving a finished task (the first windows' tasks):
+    # First run: every window longer than one chunk core (all but each record's last, short
+    # one) fails, but only once the client has begun saving a finished task (a short window's):
     # an event, not a delay, so a busy machine cannot reorder it.
     fresh_client.run(fault_injection.fail_past, CHUNK, str(tmp_path / "first.log"), str(store))
     with pytest.raises(Exception, match="planted fault"):
