@@ -93,6 +93,23 @@ def test_local_cluster_is_tls_on_localhost_without_http_routes(client):
             assert _http_status(port, path) == 404, (port, path)
 
 
+def test_in_process_gpu_cluster_serves_no_http_routes():
+    """The one-GPU cluster runs its worker in this process (no network: inproc); its scheduler's
+    HTTP server must not take 8787 or answer anything either. (Built here without a GPU:
+    only the cluster is checked, no kernel runs.)"""
+    from seqsift.cluster import in_process_gpu_cluster
+
+    cluster = in_process_gpu_cluster()
+    try:
+        with Client(cluster) as own:
+            assert own.scheduler.address.startswith("inproc://")
+            port = own.scheduler_info()["services"]["dashboard"]
+            assert port != 8787
+            assert _http_status(port, "/health") == 404
+    finally:
+        cluster.close()
+
+
 def test_local_cluster_refuses_clients_without_its_credentials(client):
     """Another user on the machine can reach 127.0.0.1 but cannot submit work: neither in plain
     TCP nor with TLS credentials of their own."""

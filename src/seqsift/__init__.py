@@ -7,6 +7,6 @@ Public surface: :func:`search` (patterns against a genome), :func:`screen`
 __version__ = "0.1.0"
 
 from .engine import search  # noqa: E402
-from .engine.screen import screen  # noqa: E402
+from .screening import screen  # noqa: E402
 
 __all__ = ["search", "screen", "__version__"]

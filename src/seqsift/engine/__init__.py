@@ -17,6 +17,7 @@ from ..patterns import STRAND_CHOICES, PatternSet
 from ..reference import open_reference
 from .job import MODES, SearchJob
 from .output import FrameCollector, HitWriter, check_output_path
+from . import stages
 from .run import run_job
 from .store import TaskStore
 
@@ -95,7 +96,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
             raise InputError("--alphabet bytes has no reverse complement: it searches the + strand only")
         strand = "+"
     check_output_path(output)
-    ref = open_reference(reference)
+    with stages.timed("open"):
+        ref = open_reference(reference)
     pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
     if pattern_set.alphabet != alphabet:
         raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
@@ -157,6 +159,7 @@ def _run(job, client, writer, *, output, chunk_size, pattern_batch_size, progres
     try:
         count = run_job(job, client, writer, chunk_size=chunk_size, pattern_batch_size=pattern_batch_size,
                         progress=progress, store=store)
+        stages.collect_workers(client)
     except BaseException:
         if store is not None and store.saved():
             note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "

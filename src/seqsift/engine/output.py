@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..patterns import STRAND_SYMBOLS
+from . import stages
 
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
 DATASET_PART_ROWS = 4_000_000
@@ -201,6 +202,10 @@ class HitWriter(TableWriter):
                        "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
 
     def write(self, rows: pd.DataFrame) -> None:
+        with stages.timed("write"):
+            self._write_rows(rows)
+
+    def _write_rows(self, rows: pd.DataFrame) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -208,13 +213,10 @@ class HitWriter(TableWriter):
             return
         arrays = {}
         for name in self.columns:
-            values = rows[name].to_numpy()
             if name in self._names:
-                arrays[name] = pc.take(self._names[name], pa.array(values))
-            elif values.dtype.kind in "OUT":
-                arrays[name] = pa.array(values.astype(object), type=pa.string())
+                arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
             else:
-                arrays[name] = pa.array(values)
+                arrays[name] = arrow_column(rows[name])
         if self.format == "bed":   # BED6: chrom start end name score strand (ends mode: the last character)
             start = arrays["start"] if "start" in arrays else pc.subtract(arrays["end"], 1)
             arrays = {"chrom": arrays["record"], "start": start, "end": arrays["end"], "name": arrays["pattern"],
@@ -238,13 +240,27 @@ def arrow_table(rows: pd.DataFrame):
     """
     import pyarrow as pa
 
-    columns = {}
-    for name in rows.columns:
-        values = rows[name].to_numpy()
-        if values.dtype.kind in "OUT":
-            values = pa.array(values.astype(object), type=pa.string())
-        columns[name] = values
-    return pa.table(columns)
+    return pa.table({name: arrow_column(rows[name]) for name in rows.columns})
+
+
+def arrow_column(column: pd.Series):
+    """One column as an Arrow array: strings as ``string``, numbers as they are.
+
+    A string column backed by Arrow (the workers' ``aligned`` and ``cigar``,
+    built from one buffer each) goes over without a Python object per row;
+    an object column of Python strings is converted.
+    """
+    import pyarrow as pa
+
+    if isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow":
+        array = pa.array(column.array)  # zero-copy, through __arrow_array__
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        return array.cast(pa.string())
+    values = column.to_numpy()
+    if values.dtype.kind in "OUT":
+        return pa.array(values.astype(object), type=pa.string())
+    return pa.array(values)
 
 
 class FrameCollector:
@@ -258,7 +274,8 @@ class FrameCollector:
 
     def write(self, rows: pd.DataFrame) -> None:
         if len(rows):
-            self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
+            with stages.timed("write"):
+                self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
             self.count += len(rows)
 
     def frame(self) -> pd.DataFrame:
