@@ -125,14 +125,16 @@ def count_calls(log: str) -> None:
 
 
 def count_reads(log: str) -> None:
-    """Log one line per read of the reference file, to see what the chunk cache saves."""
+    """Log one line per read of the reference (``read`` or ``read_view``, the genome cache's
+    zero-copy read), to see what the chunk cache saves."""
     import seqsift.io.reference as reference
 
-    real_read = reference.Reference.read
+    def counting(real):
+        def counted(self, *args, **kwargs):
+            with open(log, "a") as handle:
+                handle.write("read\n")
+            return real(self, *args, **kwargs)
+        return counted
 
-    def counted(self, *args, **kwargs):
-        with open(log, "a") as handle:
-            handle.write("read\n")
-        return real_read(self, *args, **kwargs)
-
-    reference.Reference.read = counted
+    reference.Reference.read = counting(reference.Reference.read)
+    reference.Reference.read_view = counting(reference.Reference.read_view)
