@@ -136,7 +136,7 @@ def cmd_bench(args) -> int:
 
 def _patterns_argument(args) -> object:
     """Patterns from the positional argument and/or ``--pattern`` (a file path or a PatternSet)."""
-    from .pattern_input import patterns_from_arguments
+    from .io.patterns import patterns_from_arguments
 
     return patterns_from_arguments(args.patterns, args.pattern, alphabet=getattr(args, "alphabet", "dna"),
                                    note=note)
