@@ -1,0 +1,144 @@
+"""CPU (Numba) kernel of the CRISPR family: PAM candidates, then each guide row at each candidate.
+
+Per strand: one pass over the chunk lists the positions where that strand's
+PAM matches exactly (``_pam_candidates``); then every row of that strand is
+checked at every candidate (``_check_candidates``). Without bulges a row is a
+plain count of mismatches with an early exit past its limit. With bulges each
+(type, size) fixes the protospacer's length and start; the best bulge position
+j comes from a prefix count (row[0:j] against the protospacer's first bases)
+plus a shifted suffix count, O(L) per (candidate, row, bulge size).
+
+Each Dask CPU worker runs one task at a time on one core, so the kernel is
+serial; it writes into preallocated arrays and is rerun with room for all
+hits if they did not fit.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import BULGE_DNA, BULGE_NONE, BULGE_RNA, GuideRows, SiteHits
+
+INITIAL_CAPACITY = 1 << 14
+
+
+@njit(cache=True, nogil=True)
+def _pam_candidates(text, pam):
+    """Positions p with text[p:p+P] within the PAM's IUPAC sets (non-ACGT text never matches)."""
+    n, length = text.shape[0], pam.shape[0]
+    out = np.empty(max(0, n - length + 1), dtype=np.int64)
+    count = 0
+    for p in range(n - length + 1):
+        ok = True
+        for i in range(length):
+            code = text[p + i]
+            if code > 3 or not (pam[i] >> code) & 1:
+                ok = False
+                break
+        if ok:
+            out[count] = p
+            count += 1
+    return out[:count]
+
+
+@njit(inline="always")
+def _mismatch(mask, code) -> int:
+    return 1 if code > 3 or not (mask >> code) & 1 else 0
+
+
+@njit(cache=True, nogil=True)
+def _check_candidates(text, candidates, masks, lengths, limits, row_ids, minus, pam_right, pam_length,
+                      dna_bulge, rna_bulge, owned_lo, owned_hi, count,
+                      out_row, out_start, out_length, out_type, out_size, out_at, out_mm):
+    """Append every qualifying (candidate, row, bulge) to the out arrays from slot ``count``.
+
+    Returns the new count; slots past the arrays' capacity are counted but not written.
+    """
+    n = text.shape[0]
+    capacity = out_row.shape[0]
+    max_len = masks.shape[1]
+    prefix = np.zeros(max_len + 1, dtype=np.int32)
+    suffix = np.zeros(max_len + 2, dtype=np.int32)
+    for c in range(candidates.shape[0]):
+        p = candidates[c]
+        for r_i in range(row_ids.shape[0]):
+            r = row_ids[r_i]
+            length = lengths[r]
+            limit = limits[r]
+            for option in range(1 + dna_bulge + rna_bulge):
+                if option == 0:
+                    kind, size, span = BULGE_NONE, 0, length
+                elif option <= dna_bulge:
+                    kind, size = BULGE_DNA, option
+                    span = length + size
+                else:
+                    kind, size = BULGE_RNA, option - dna_bulge
+                    span = length - size
+                    if length < size + 2:  # the bulge may hold neither the first nor the last base
+                        continue
+                if pam_right:
+                    g0 = p - span
+                    start, end = g0, p + pam_length
+                else:
+                    g0 = p + pam_length
+                    start, end = p, g0 + span
+                if start < 0 or end > n or end - 1 < owned_lo or end - 1 >= owned_hi:
+                    continue
+                best, best_at = limit + 1, 0
+                if kind == BULGE_NONE:
+                    mm = 0
+                    for i in range(length):
+                        mm += _mismatch(masks[r, i], text[g0 + i])
+                        if mm > limit:
+                            break
+                    best = mm
+                else:
+                    # prefix[j]: mismatches of row[0:j] against text[g0:g0+j].
+                    for i in range(length):
+                        prefix[i + 1] = prefix[i] + _mismatch(masks[r, i], text[g0 + i])
+                    # suffix[t]: mismatches of row[t:] against the text shifted by +size (DNA) or -size (RNA).
+                    shift = size if kind == BULGE_DNA else -size
+                    suffix[length] = 0
+                    for i in range(length - 1, -1, -1):
+                        t = g0 + i + shift
+                        suffix[i] = suffix[i + 1] + (_mismatch(masks[r, i], text[t]) if 0 <= t < n else 1)
+                    last_j = length - 1 if kind == BULGE_DNA else length - 1 - size
+                    for j in range(1, last_j + 1):
+                        tail = j if kind == BULGE_DNA else j + size
+                        mm = prefix[j] + suffix[tail]
+                        if mm < best or (mm == best and minus and mm <= limit):
+                            best, best_at = mm, j
+                if best > limit:
+                    continue
+                if count < capacity:
+                    out_row[count] = r
+                    out_start[count] = start
+                    out_length[count] = end - start
+                    out_type[count] = kind
+                    out_size[count] = size
+                    out_at[count] = best_at
+                    out_mm[count] = best
+                count += 1
+    return count
+
+
+def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
+    """The CPU kernel behind :func:`seqsift.kernels.crispr.find_sites`."""
+    text = np.ascontiguousarray(text, dtype=np.uint8)
+    capacity = INITIAL_CAPACITY
+    strands = [(s, np.flatnonzero(rows.strand == s).astype(np.int64)) for s in (0, 1)]
+    strands = [(s, ids) for s, ids in strands if len(ids)]
+    candidates = {s: _pam_candidates(text, rows.pam_masks[s]) for s, _ in strands}
+    while True:
+        out = SiteHits(np.empty(capacity, np.int32), np.empty(capacity, np.int64), np.empty(capacity, np.int32),
+                       np.empty(capacity, np.int8), np.empty(capacity, np.int8), np.empty(capacity, np.int16),
+                       np.empty(capacity, np.int16))
+        count = 0
+        for s, row_ids in strands:
+            count = _check_candidates(text, candidates[s], rows.masks, rows.lengths, rows.limit, row_ids, s == 1,
+                                      bool(rows.pam_right[s]), rows.pam_length, dna_bulge, rna_bulge,
+                                      owned_lo, owned_hi, count, out.row, out.start, out.length, out.bulge_type,
+                                      out.bulge_size, out.bulge_at, out.mismatches)
+        if count <= capacity:
+            return SiteHits(*(getattr(out, f)[:count] for f in SiteHits.__dataclass_fields__))
+        capacity = count
