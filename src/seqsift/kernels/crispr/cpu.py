@@ -8,6 +8,12 @@ plain count of mismatches with an early exit past its limit. With bulges each
 j comes from a prefix count (row[0:j] against the protospacer's first bases)
 plus a shifted suffix count, O(L) per (candidate, row, bulge size).
 
+Rows of plain A/C/G/T guides of up to 32 bases take a faster path when
+there are no bulges (``_check_packed``): each candidate's protospacer window
+is packed once, 2 bits a base, into one 64-bit word, and each row costs an
+XOR, a fold of each base's two bits onto one, an OR of the window's
+non-ACGT bases, and a popcount.
+
 Each Dask CPU worker runs one task at a time on one core, so the kernel is
 serial; it writes into preallocated arrays and is rerun with room for all
 hits if they did not fit.
@@ -122,6 +128,91 @@ def _check_candidates(text, candidates, masks, lengths, limits, row_ids, minus, 
     return count
 
 
+EVEN_BITS = np.uint64(0x5555555555555555)
+PACK_MAX = 32
+
+
+@njit(inline="always")
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+def pack_rows(rows: GuideRows, row_ids: np.ndarray, window: int, pam_right: bool):
+    """(codes, care) per row: 2-bit base codes and the even bit of each base the row covers.
+
+    Rows sit in a ``window``-base word aligned to the protospacer's PAM end:
+    the last ``L`` bases when the PAM is right of it, the first when left.
+    """
+    codes = np.zeros(len(row_ids), dtype=np.uint64)
+    care = np.zeros(len(row_ids), dtype=np.uint64)
+    single = {1: 0, 2: 1, 4: 2, 8: 3}
+    for n, r in enumerate(row_ids):
+        length = int(rows.lengths[r])
+        offset = window - length if pam_right else 0
+        for i in range(length):
+            codes[n] |= np.uint64(single[int(rows.masks[r, i])]) << np.uint64(2 * (offset + i))
+            care[n] |= np.uint64(1) << np.uint64(2 * (offset + i))
+    return codes, care
+
+
+@njit(cache=True, nogil=True)
+def _check_packed(text, candidates, window, row_ids, codes, care, lengths, limits, pam_right, pam_length,
+                  owned_lo, owned_hi, count, out_row, out_start, out_length, out_type, out_size, out_at, out_mm):
+    """No bulges, A/C/G/T rows of at most 32 bases: one packed word per candidate, a popcount per row."""
+    n = text.shape[0]
+    capacity = out_row.shape[0]
+    for c in range(candidates.shape[0]):
+        p = candidates[c]
+        g0 = p - window if pam_right else p + pam_length
+        if g0 < 0 or g0 + window > n:
+            continue  # a window cut by the text's edge: the caller's general path takes this candidate
+        if pam_right and (p + pam_length - 1 < owned_lo or p + pam_length - 1 >= owned_hi):
+            continue
+        packed = np.uint64(0)
+        other = np.uint64(0)
+        for i in range(window):
+            code = text[g0 + i]
+            if code > 3:
+                other |= np.uint64(1) << np.uint64(2 * i)
+            else:
+                packed |= np.uint64(code) << np.uint64(2 * i)
+        for k in range(row_ids.shape[0]):
+            length = lengths[row_ids[k]]
+            if pam_right:
+                start, end = p - length, p + pam_length
+            else:
+                start, end = p, g0 + length
+                if end - 1 < owned_lo or end - 1 >= owned_hi:
+                    continue
+            x = packed ^ codes[k]
+            mm = _popcount((((x | (x >> np.uint64(1))) & EVEN_BITS) | other) & care[k])
+            if mm > limits[row_ids[k]]:
+                continue
+            if count < capacity:
+                out_row[count] = row_ids[k]
+                out_start[count] = start
+                out_length[count] = end - start
+                out_type[count] = BULGE_NONE
+                out_size[count] = 0
+                out_at[count] = 0
+                out_mm[count] = mm
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _edge_candidates(candidates, window, n, pam_right, pam_length):
+    """Candidates whose packed window would leave the text (they go to the general path)."""
+    keep = np.zeros(candidates.shape[0], dtype=np.bool_)
+    for c in range(candidates.shape[0]):
+        g0 = candidates[c] - window if pam_right else candidates[c] + pam_length
+        keep[c] = g0 < 0 or g0 + window > n
+    return candidates[keep]
+
+
 def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
     """The CPU kernel behind :func:`seqsift.kernels.crispr.find_sites`."""
     text = np.ascontiguousarray(text, dtype=np.uint8)
@@ -134,11 +225,29 @@ def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_
                        np.empty(capacity, np.int8), np.empty(capacity, np.int8), np.empty(capacity, np.int16),
                        np.empty(capacity, np.int16))
         count = 0
+        outs = (out.row, out.start, out.length, out.bulge_type, out.bulge_size, out.bulge_at, out.mismatches)
         for s, row_ids in strands:
-            count = _check_candidates(text, candidates[s], rows.masks, rows.lengths, rows.limit, row_ids, s == 1,
-                                      bool(rows.pam_right[s]), rows.pam_length, dna_bulge, rna_bulge,
-                                      owned_lo, owned_hi, count, out.row, out.start, out.length, out.bulge_type,
-                                      out.bulge_size, out.bulge_at, out.mismatches)
+            pam_right = bool(rows.pam_right[s])
+            general, general_candidates = row_ids, candidates[s]
+            if dna_bulge == 0 and rna_bulge == 0:
+                packable = np.array([rows.lengths[r] <= PACK_MAX and
+                                     all(int(m) in (1, 2, 4, 8) for m in rows.masks[r, :rows.lengths[r]])
+                                     for r in row_ids], dtype=bool)
+                if packable.any():
+                    fast = row_ids[packable]
+                    window = int(rows.lengths[fast].max())
+                    codes, care = pack_rows(rows, fast, window, pam_right)
+                    count = _check_packed(text, candidates[s], window, fast, codes, care, rows.lengths, rows.limit,
+                                          pam_right, rows.pam_length, owned_lo, owned_hi, count, *outs)
+                    edge = _edge_candidates(candidates[s], window, len(text), pam_right, rows.pam_length)
+                    if len(edge):
+                        count = _check_candidates(text, edge, rows.masks, rows.lengths, rows.limit, fast, s == 1,
+                                                  pam_right, rows.pam_length, 0, 0, owned_lo, owned_hi, count, *outs)
+                    general = row_ids[~packable]
+            if len(general):
+                count = _check_candidates(text, general_candidates, rows.masks, rows.lengths, rows.limit, general,
+                                          s == 1, pam_right, rows.pam_length, dna_bulge, rna_bulge,
+                                          owned_lo, owned_hi, count, *outs)
         if count <= capacity:
             return SiteHits(*(getattr(out, f)[:count] for f in SiteHits.__dataclass_fields__))
         capacity = count
