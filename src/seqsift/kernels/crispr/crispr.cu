@@ -1,0 +1,166 @@
+// CRISPR off-target kernels (seqsift.kernels.crispr, issue 16): PAM candidates first, then guides.
+//
+// crispr_pam_candidates: one thread per text position; positions where the PAM
+//   (IUPAC masks, forward orientation of one strand) matches exactly are
+//   compacted into a candidate list with an atomic counter. Found once per
+//   chunk and strand, shared by every guide.
+// crispr_check: one thread per candidate (grid-stride), a tile of up to
+//   ROWS_PER_BLOCK guide rows of one strand and one length L <= 32 in shared
+//   memory. The thread builds the one-hot text window(s) of its candidate once
+//   (4 bits a base in a 128-bit word; a non-ACGT base is 0000 and so matches
+//   nothing), then per row: the mismatch bits are the nibbles of (guide & text)
+//   that are zero, counted by popcount. Bulges (DNA: b extra genome bases after
+//   row base j; RNA: row bases j..j+b-1 unpaired) read the prefix and the
+//   suffix from two windows shifted by b and try every j, after a lower bound
+//   (bases mismatched in both windows) rules most candidates out.
+//
+// Conventions match kernels/crispr/cpu.py exactly: text codes A=0 C=1 G=2 T=3,
+// other=4; a site is owned when its last base lies in [owned_lo, owned_hi);
+// hits carry (row, start, length, bulge type, bulge size, j, mismatches); of
+// several j the fewest mismatches wins, then the smallest j on + rows and the
+// largest on - rows (leftmost in the guide's own orientation).
+#include <cstdint>
+
+#define ROWS_PER_BLOCK 256
+#define MAX_ROW 32
+#define BULGE_NONE 0
+#define BULGE_DNA 1
+#define BULGE_RNA 2
+
+typedef unsigned __int128 u128;
+
+extern "C" __global__ void crispr_pam_candidates(const uint8_t* __restrict__ text, long long n,
+                                                 const uint8_t* __restrict__ pam, int pam_length,
+                                                 unsigned long long* count, long long* out,
+                                                 unsigned long long capacity)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p + pam_length <= n; p += stride) {
+        bool ok = true;
+        for (int i = 0; i < pam_length && ok; i++) {
+            uint8_t code = text[p + i];
+            ok = code <= 3 && ((pam[i] >> code) & 1);
+        }
+        if (ok) {
+            unsigned long long slot = atomicAdd(count, 1ULL);
+            if (slot < capacity) out[slot] = p;
+        }
+    }
+}
+
+__device__ __forceinline__ int popc128(u128 x)
+{
+    return __popcll((unsigned long long)x) + __popcll((unsigned long long)(x >> 64));
+}
+
+// One-hot window: bit 4*i + code set for text[first + i], i < length; 0 outside the text or for non-ACGT.
+__device__ __forceinline__ u128 one_hot(const uint8_t* __restrict__ text, long long n, long long first, int length)
+{
+    u128 w = 0;
+    for (int i = 0; i < length; i++) {
+        long long t = first + i;
+        if (t >= 0 && t < n) {
+            uint8_t code = text[t];
+            if (code <= 3) w |= (u128)1 << (4 * i + code);
+        }
+    }
+    return w;
+}
+
+// Bit 4*i set where row base i (i < length) does not match the window.
+__device__ __forceinline__ u128 mismatch_bits(u128 guide, u128 window, u128 care)
+{
+    u128 y = guide & window;
+    y |= y >> 1;
+    y |= y >> 2;
+    return ~y & care;
+}
+
+// Nibble-bit-0 mask of the first j bases.
+__device__ __forceinline__ u128 first_bases(int j, const u128 unit)
+{
+    u128 m = 0;
+    for (int i = 0; i < j; i++) m |= unit << (4 * i);
+    return m;
+}
+
+extern "C" __global__ void crispr_check(const uint8_t* __restrict__ text, long long n,
+                                        const long long* __restrict__ candidates, long long candidate_count,
+                                        const unsigned long long* __restrict__ guide_lo,
+                                        const unsigned long long* __restrict__ guide_hi,
+                                        const short* __restrict__ limits, const int* __restrict__ row_ids,
+                                        int rows, int length, int pam_length, int pam_right, int minus,
+                                        int dna_bulge, int rna_bulge, long long owned_lo, long long owned_hi,
+                                        unsigned long long* count, unsigned long long capacity,
+                                        int* out_row, long long* out_start, int* out_length, signed char* out_type,
+                                        signed char* out_size, short* out_at, short* out_mm)
+{
+    __shared__ u128 s_guide[ROWS_PER_BLOCK];
+    __shared__ short s_limit[ROWS_PER_BLOCK];
+    __shared__ int s_row[ROWS_PER_BLOCK];
+    int tile = blockIdx.y * ROWS_PER_BLOCK;
+    int tile_rows = min(ROWS_PER_BLOCK, rows - tile);
+    for (int r = threadIdx.x; r < tile_rows; r += blockDim.x) {
+        s_guide[r] = ((u128)guide_hi[tile + r] << 64) | guide_lo[tile + r];
+        s_limit[r] = limits[tile + r];
+        s_row[r] = row_ids[tile + r];
+    }
+    __syncthreads();
+
+    const u128 unit = 1;
+    const u128 care = first_bases(length, unit);
+    const int max_shift = dna_bulge > rna_bulge ? dna_bulge : rna_bulge;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < candidate_count; c += stride) {
+        long long p = candidates[c];
+        // anchor: where row base 0 sits without a bulge
+        long long anchor = pam_right ? p - length : p + pam_length;
+        u128 windows[2 * 2 + 1];  // windows[max_shift + s]: row base i against text[anchor + s + i]
+        for (int s = -max_shift; s <= max_shift; s++) windows[max_shift + s] = one_hot(text, n, anchor + s, length);
+        for (int option = 0; option <= dna_bulge + rna_bulge; option++) {
+            int kind = option == 0 ? BULGE_NONE : (option <= dna_bulge ? BULGE_DNA : BULGE_RNA);
+            int size = option == 0 ? 0 : (kind == BULGE_DNA ? option : option - dna_bulge);
+            if (kind == BULGE_RNA && length < size + 2) continue;
+            int span = kind == BULGE_NONE ? length : (kind == BULGE_DNA ? length + size : length - size);
+            long long start = pam_right ? p - span : p;
+            long long end = pam_right ? p + pam_length : p + pam_length + span;
+            if (start < 0 || end > n || end - 1 < owned_lo || end - 1 >= owned_hi) continue;
+            // prefix and suffix windows (the comment at the top, and cpu.py's shifts)
+            int prefix_shift = 0, suffix_shift = 0;
+            if (kind == BULGE_DNA) { if (pam_right) prefix_shift = -size; else suffix_shift = size; }
+            if (kind == BULGE_RNA) { if (pam_right) prefix_shift = size; else suffix_shift = -size; }
+            u128 prefix_window = windows[max_shift + prefix_shift];
+            u128 suffix_window = windows[max_shift + suffix_shift];
+            for (int r = 0; r < tile_rows; r++) {
+                int limit = s_limit[r];
+                int best = limit + 1, best_at = 0;
+                if (kind == BULGE_NONE) {
+                    best = popc128(mismatch_bits(s_guide[r], prefix_window, care));
+                } else {
+                    u128 a = mismatch_bits(s_guide[r], prefix_window, care);
+                    u128 b = mismatch_bits(s_guide[r], suffix_window, care);
+                    if (popc128(a & b) - (kind == BULGE_RNA ? size : 0) > limit) continue;
+                    int last_j = kind == BULGE_DNA ? length - 1 : length - 1 - size;
+                    u128 before = unit;  // first_bases(j) for j = 1
+                    for (int j = 1; j <= last_j; j++) {
+                        u128 after = care & ~(kind == BULGE_DNA ? before : first_bases(j + size, unit));
+                        int mm = popc128(a & before) + popc128(b & after);
+                        if (mm < best || (mm == best && minus && mm <= limit)) { best = mm; best_at = j; }
+                        before |= unit << (4 * j);
+                    }
+                }
+                if (best > limit) continue;
+                unsigned long long slot = atomicAdd(count, 1ULL);
+                if (slot < capacity) {
+                    out_row[slot] = s_row[r];
+                    out_start[slot] = start;
+                    out_length[slot] = (int)(end - start);
+                    out_type[slot] = (signed char)kind;
+                    out_size[slot] = (signed char)size;
+                    out_at[slot] = (short)best_at;
+                    out_mm[slot] = (short)best;
+                }
+            }
+        }
+    }
+}
