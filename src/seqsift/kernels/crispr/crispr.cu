@@ -19,7 +19,6 @@
 // hits carry (row, start, length, bulge type, bulge size, j, mismatches); of
 // several j the fewest mismatches wins, then the smallest j on + rows and the
 // largest on - rows (leftmost in the guide's own orientation).
-#include <cstdint>
 
 #define ROWS_PER_BLOCK 256
 #define MAX_ROW 32
@@ -29,8 +28,8 @@
 
 typedef unsigned __int128 u128;
 
-extern "C" __global__ void crispr_pam_candidates(const uint8_t* __restrict__ text, long long n,
-                                                 const uint8_t* __restrict__ pam, int pam_length,
+extern "C" __global__ void crispr_pam_candidates(const unsigned char* __restrict__ text, long long n,
+                                                 const unsigned char* __restrict__ pam, int pam_length,
                                                  unsigned long long* count, long long* out,
                                                  unsigned long long capacity)
 {
@@ -38,7 +37,7 @@ extern "C" __global__ void crispr_pam_candidates(const uint8_t* __restrict__ tex
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p + pam_length <= n; p += stride) {
         bool ok = true;
         for (int i = 0; i < pam_length && ok; i++) {
-            uint8_t code = text[p + i];
+            unsigned char code = text[p + i];
             ok = code <= 3 && ((pam[i] >> code) & 1);
         }
         if (ok) {
@@ -54,13 +53,13 @@ __device__ __forceinline__ int popc128(u128 x)
 }
 
 // One-hot window: bit 4*i + code set for text[first + i], i < length; 0 outside the text or for non-ACGT.
-__device__ __forceinline__ u128 one_hot(const uint8_t* __restrict__ text, long long n, long long first, int length)
+__device__ __forceinline__ u128 one_hot(const unsigned char* __restrict__ text, long long n, long long first, int length)
 {
     u128 w = 0;
     for (int i = 0; i < length; i++) {
         long long t = first + i;
         if (t >= 0 && t < n) {
-            uint8_t code = text[t];
+            unsigned char code = text[t];
             if (code <= 3) w |= (u128)1 << (4 * i + code);
         }
     }
@@ -84,7 +83,7 @@ __device__ __forceinline__ u128 first_bases(int j, const u128 unit)
     return m;
 }
 
-extern "C" __global__ void crispr_check(const uint8_t* __restrict__ text, long long n,
+extern "C" __global__ void crispr_check(const unsigned char* __restrict__ text, long long n,
                                         const long long* __restrict__ candidates, long long candidate_count,
                                         const unsigned long long* __restrict__ guide_lo,
                                         const unsigned long long* __restrict__ guide_hi,
