@@ -720,3 +720,13 @@ def test_validate_patterns_for_job():
     with pytest.raises(InputError):
         validate_patterns_for_job(ps, 1.5, lengths, "p.txt")
     validate_patterns_for_job(ps, np.int64(1), lengths, "p.txt")
+
+
+def test_validate_patterns_for_edit_distance_needs_only_m_minus_k_bases():
+    ps = PatternSet(("guide",), ("GACGCATAAAGATGAGACGC",))
+    validate_patterns_for_job(ps, 3, np.array([17]), "p.txt", metric="edit")
+    with pytest.raises(InputError) as excinfo:
+        validate_patterns_for_job(ps, 3, np.array([16]), "p.txt", metric="edit")
+    one_line_error(excinfo, "'guide'", "at least 17 with k = 3", "longer than every reference record")
+    with pytest.raises(InputError):
+        validate_patterns_for_job(ps, 3, np.array([17]), "p.txt", metric="hamming")

@@ -154,13 +154,15 @@ def patterns_from_cli(values: list[str], *, alphabet: str = "dna") -> PatternSet
     return collector.result("no patterns given on the command line")
 
 
-def validate_patterns_for_job(patterns: PatternSet, k: int, reference_lengths, source_name: str) -> None:
+def validate_patterns_for_job(patterns: PatternSet, k: int, reference_lengths, source_name: str,
+                              metric: str = "hamming") -> None:
     """InputError unless every pattern can take part in a search with ``k``.
 
     k must be >= 0 and smaller than every pattern's length (a pattern of length
-    m <= k matches everywhere), and no pattern may be longer than the longest
-    reference record (it could never fit). ``source_name`` (the pattern file,
-    or a word like "patterns") starts the message.
+    m <= k matches everywhere), and every pattern must fit in the longest
+    reference record: m bases under Hamming distance, m - k under edit
+    distance (k deletions). ``source_name`` (the pattern file, or a word like
+    "patterns") starts the message.
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise InputError(f"k must be a whole number, not {k!r}")
@@ -177,12 +179,23 @@ def validate_patterns_for_job(patterns: PatternSet, k: int, reference_lengths, s
 
     reference_lengths = np.asarray(reference_lengths, dtype=np.int64)
     longest = int(reference_lengths.max()) if reference_lengths.size else 0
-    too_long = np.flatnonzero(lengths > longest)
+    too_long = np.flatnonzero(shortest_hit_lengths(lengths, k, metric) > longest)
     if too_long.size:
         i = int(too_long[0])
-        raise InputError(f"{source_name}: pattern {quote(patterns.names[i])} ({int(lengths[i]):,} bases) is "
+        needs = "" if metric == "hamming" else f", and at least {int(lengths[i]) - k:,} with k = {k} differences"
+        raise InputError(f"{source_name}: pattern {quote(patterns.names[i])} ({int(lengths[i]):,} bases{needs}) is "
                          f"longer than every reference record (the longest has {longest:,} bases)"
                          f"{_and_more(too_long.size)}")
+
+
+def shortest_hit_lengths(pattern_lengths, k: int, metric: str) -> np.ndarray:
+    """The shortest stretch of reference that can hold a hit of each pattern.
+
+    Hamming: the whole pattern, m bases. Edit distance: m - k bases, since
+    d(e) <= k allows k of the pattern's bases to be deleted (DESIGN.md).
+    """
+    lengths = np.asarray(pattern_lengths, dtype=np.int64)
+    return lengths - k if metric == "edit" else lengths
 
 
 def _and_more(count: int) -> str:

@@ -6,7 +6,9 @@ search jobs (DESIGN.md, "cluster").
 * GPUs visible and ``backend="cuda"``: a ``dask_cuda.LocalCUDACluster`` with
   one worker per GPU (``gpus`` picks which), two task threads each.
 * otherwise a ``distributed.LocalCluster`` of CPU worker processes, one thread
-  each; the cores are shared among the workers' Numba thread pools.
+  each; the cores are shared among the workers' Numba thread pools
+  (``SEQSIFT_NUMBA_THREADS`` in each worker's environment, applied by the
+  kernels in the thread that runs a task: see ``kernels.threads``).
 * ``scheduler`` (an address) or ``scheduler_file``: connect to a running
   cluster, e.g. ``dask cuda worker`` processes started by SLURM; it is left
   running afterwards.
@@ -23,6 +25,9 @@ from typing import Iterator, Sequence
 from distributed import Client, LocalCluster
 
 DASHBOARD_ADDRESS = "127.0.0.1:8787"
+
+NUMBA_THREADS_VARIABLE = "SEQSIFT_NUMBA_THREADS"
+"""Environment variable with a CPU worker's share of the cores for Numba's pool."""
 
 
 def count_gpus() -> int:
@@ -76,10 +81,14 @@ def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[in
                                 dashboard_address=dashboard_address, silence_logs=logging.ERROR)
     cores = cpu_cores()
     n_workers = workers or cores
-    threads_per_worker_pool = max(1, cores // n_workers)
+    numba_threads_per_worker = max(1, cores // n_workers)
+    # Not NUMBA_NUM_THREADS: a worker process may already have imported Numba and
+    # started its thread pool before the Nanny applies ``env`` (a console script
+    # is re-imported in every spawned worker), and Numba then refuses the new
+    # value at the next compile. seqsift's own variable is read when a task runs.
     return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                         dashboard_address=dashboard_address, silence_logs=logging.ERROR,
-                        env={"NUMBA_NUM_THREADS": str(threads_per_worker_pool)})
+                        env={NUMBA_THREADS_VARIABLE: str(numba_threads_per_worker)})
 
 
 def worker_count(client: Client) -> int:

@@ -100,7 +100,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     if pattern_set.alphabet != alphabet:
         raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
     source = patterns if isinstance(patterns, (str, os.PathLike)) else "patterns"
-    validate_patterns_for_job(pattern_set, k, ref.lengths, str(source))
+    validate_patterns_for_job(pattern_set, k, ref.lengths, str(source), metric)
 
     if client is not None:
         backend = "cpu" if backend == "auto" and not _client_has_gpus(client) else backend

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..partitioning import halo_for
+from ..pattern_input import shortest_hit_lengths
 from ..patterns import STRAND_CHOICES, PatternSet
 
 MODES = ("best", "ends")
@@ -43,6 +44,11 @@ class SearchJob:
     @cached_property
     def m_min(self) -> int:
         return int(self.patterns.lengths.min())
+
+    @cached_property
+    def shortest_hit(self) -> int:
+        """Records shorter than this hold no hit: m_min, or m_min - k under edit distance."""
+        return int(shortest_hit_lengths(self.patterns.lengths, self.k, self.metric).min())
 
     @property
     def halo(self) -> int:

@@ -77,7 +77,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
     With a :class:`~seqsift.engine.store.TaskStore`, every finished task is
     saved there first, and tasks it already holds (a resumed job) are not run.
     """
-    groups = plan_chunks(job.reference.lengths, chunk_size, job.halo, min_length=job.m_min)
+    groups = plan_chunks(job.reference.lengths, chunk_size, job.halo, min_length=job.shortest_hit)
     pattern_ranges = job.patterns.batches(pattern_batch_size)
     merger = OrderedMerger(job)
     early = _EarlyGroups(spill_rows)

@@ -381,7 +381,9 @@ class _Job:
 def run_screen_task(sequences: _Sequences, task: PairTask, job: _Job) -> dict:
     """Scores of a task's pairs; with a threshold, only the survivors (and their alignments)."""
     from ..kernels import sw_cpu
+    from ..kernels.threads import use_worker_share
 
+    use_worker_share()
     qi, ti = task.pair_indices()
     q_start, q_len = sequences.starts[qi], sequences.lengths[qi]
     t_start, t_len = sequences.starts[sequences.queries + ti], sequences.lengths[sequences.queries + ti]

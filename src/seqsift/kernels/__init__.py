@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .threads import use_worker_share
+
 METRICS = ("hamming", "edit")
 BACKENDS = ("cpu", "cuda")
 
@@ -235,6 +237,7 @@ def find_ends(algorithm: str, backend: str, text: np.ndarray, batch, k: int,
     fits the memory the device has free. The halves' hits are exactly the
     whole range's, since a hit belongs to the range holding its last character.
     """
+    use_worker_share()
     backends = ALGORITHMS[algorithm].backends
     # An algorithm without a kernel for this backend runs its CPU path on the worker.
     kernel = _resolve(backends.get(backend) or backends["cpu"])
@@ -273,5 +276,6 @@ def locate(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarra
     """
     from . import align_cpu
 
+    use_worker_share()
     return align_cpu.locate(metric, text, batch.masks, batch.lengths, row, end, distance,
                             exact_bytes=getattr(batch, "alphabet", "dna") == "bytes")
