@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
-from ..cluster import connect, worker_count
+from ..cluster import DASHBOARD_ADDRESS, connect, cpu_cores, worker_count
 from ..engine import CHUNK_LIMITS, note, resolve_backend
 from ..engine.output import check_output_path
 from ..engine.shared import on_workers
@@ -128,8 +129,8 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
         if client is not None:
             _run_all(jobs, client, writer, summary_table, **layout)
         else:
-            with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,
-                         dashboard=dashboard) as own_client:
+            with _own_client(backend, workers=workers, gpus=gpus, scheduler=scheduler,
+                             scheduler_file=scheduler_file, dashboard=dashboard) as own_client:
                 _run_all(jobs, own_client, writer, summary_table, **layout)
     except BaseException:
         if hasattr(writer, "abort"):
@@ -141,6 +142,35 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
         return writer.frame()
     writer.close()
     return writer.count
+
+
+@contextmanager
+def _own_client(backend: str, *, workers, gpus, scheduler, scheduler_file, dashboard):
+    """The cluster a job starts for itself.
+
+    CPU without a scheduler: task threads in this process (one per core, or
+    ``workers``), not worker processes. A CRISPR CPU task spends its time in a
+    Numba kernel that releases the GIL, so threads run in parallel, and each
+    worker process would first import the whole stack (seconds: most of a
+    bacterial genome's job). Otherwise: ``seqsift.cluster.connect``, as search.
+    """
+    if backend != "cpu" or scheduler or scheduler_file:
+        with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,
+                     dashboard=dashboard) as client:
+            yield client
+        return
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    serve = dict(dashboard_address=DASHBOARD_ADDRESS) if dashboard else dict(scheduler_kwargs={"dashboard": False})
+    cluster = LocalCluster(n_workers=1, threads_per_worker=workers or cpu_cores(), processes=False,
+                           silence_logs=logging.ERROR, **serve)
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
 
 
 def _gpus_here() -> int:
