@@ -258,3 +258,53 @@ def test_cas_offinder_input_sets_pam_guides_limits_and_5_prime_side(client, tmp_
     got = seqsift.crispr(None, cas_offinder=str(spec), client=client, backend="cpu")
     expected = oracle_sites(records, [("first", guides[0][1]), ("second", guides[1][1])], "TTTV", [1, 2], 5, 1, 1)
     assert as_rows(got) == expected
+
+
+def test_interrupted_job_resumes_from_its_saved_tasks(tmp_path, monkeypatch):
+    """In-process CPU cluster (no client): a planted task failure, then --resume runs only the rest."""
+    import sys
+    import time
+
+    crispr_module = sys.modules["seqsift.crispr"]
+    rng = random.Random(5)
+    records, guides = random_case(rng, "ACGT", 8, guides=3)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    # More task threads than tasks: group 0 always has a thread while the others wait for its saved result.
+    options = dict(pam="NGG", mismatches=2, chunk_size=120, backend="cpu", workers=32)
+    expected = tmp_path / "expected.tsv"
+    seqsift.crispr(str(reference), guides, output=str(expected), **options)
+    out = tmp_path / "sites.tsv"
+    store = tmp_path / ".sites.tsv.seqsift-tasks"
+    real_task = crispr_module.run_crispr_task
+
+    def failing_after_a_save(job, group, guide_range):
+        if group.index == 0:
+            return real_task(job, group, guide_range)
+        deadline = time.monotonic() + 60
+        while not list(store.glob("task-*.pkl")) and time.monotonic() < deadline:  # the file is the event
+            time.sleep(0.01)
+        raise RuntimeError("planted fault")
+
+    monkeypatch.setattr(crispr_module, "run_crispr_task", failing_after_a_save)
+    with pytest.raises(RuntimeError, match="planted fault"):
+        seqsift.crispr(str(reference), guides, output=str(out), **options)
+    assert not out.exists()
+    assert [p.name for p in store.glob("task-*.pkl")] == ["task-0-0.pkl"]
+    monkeypatch.setattr(crispr_module, "run_crispr_task", real_task)
+    with pytest.raises(InputError, match="cannot resume"):
+        seqsift.crispr(str(reference), guides, output=str(out), resume=True, **{**options, "mismatches": 1})
+    seqsift.crispr(str(reference), guides, output=str(out), resume=True, **options)
+    assert out.read_text() == expected.read_text()
+    assert not store.exists()
+
+
+def test_partitioned_parquet_output(client, tmp_path):
+    rng = random.Random(8)
+    records, guides = random_case(rng, "ACGT", 7)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    folder = tmp_path / "sites"
+    count = seqsift.crispr(str(reference), guides, pam="NGG", mismatches=2, client=client, backend="cpu",
+                           output=str(folder) + "/")
+    frame = pd.read_parquet(folder)
+    assert count == len(frame) > 0
+    assert as_rows(frame) == oracle_sites(records, guides, "NGG", 2)

@@ -163,9 +163,8 @@ def _own_client(backend: str, *, workers, gpus, scheduler, scheduler_file, dashb
 
     from distributed import Client, LocalCluster
 
-    serve = dict(dashboard_address=DASHBOARD_ADDRESS) if dashboard else dict(scheduler_kwargs={"dashboard": False})
     cluster = LocalCluster(n_workers=1, threads_per_worker=workers or cpu_cores(), processes=False,
-                           silence_logs=logging.ERROR, **serve)
+                           dashboard_address=DASHBOARD_ADDRESS if dashboard else None, silence_logs=logging.ERROR)
     try:
         with Client(cluster) as client:
             yield client
