@@ -167,14 +167,13 @@ def _check_packed(text, candidates, window, row_ids, codes, care, lengths, limit
     for c in range(candidates.shape[0]):
         p = candidates[c]
         g0 = p - window if pam_right else p + pam_length
-        if g0 < 0 or g0 + window > n:
-            continue  # a window cut by the text's edge: the caller's general path takes this candidate
         if pam_right and (p + pam_length - 1 < owned_lo or p + pam_length - 1 >= owned_hi):
             continue
         packed = np.uint64(0)
-        other = np.uint64(0)
+        other = np.uint64(0)  # non-ACGT bases, and bases beyond the text (no row's site reaches them)
         for i in range(window):
-            code = text[g0 + i]
+            t = g0 + i
+            code = text[t] if 0 <= t < n else 4
             if code > 3:
                 other |= np.uint64(1) << np.uint64(2 * i)
             else:
@@ -187,6 +186,8 @@ def _check_packed(text, candidates, window, row_ids, codes, care, lengths, limit
                 start, end = p, g0 + length
                 if end - 1 < owned_lo or end - 1 >= owned_hi:
                     continue
+            if start < 0 or end > n:
+                continue
             x = packed ^ codes[k]
             mm = _popcount((((x | (x >> np.uint64(1))) & EVEN_BITS) | other) & care[k])
             if mm > limits[row_ids[k]]:
@@ -201,16 +202,6 @@ def _check_packed(text, candidates, window, row_ids, codes, care, lengths, limit
                 out_mm[count] = mm
             count += 1
     return count
-
-
-@njit(cache=True, nogil=True)
-def _edge_candidates(candidates, window, n, pam_right, pam_length):
-    """Candidates whose packed window would leave the text (they go to the general path)."""
-    keep = np.zeros(candidates.shape[0], dtype=np.bool_)
-    for c in range(candidates.shape[0]):
-        g0 = candidates[c] - window if pam_right else candidates[c] + pam_length
-        keep[c] = g0 < 0 or g0 + window > n
-    return candidates[keep]
 
 
 def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
@@ -239,10 +230,6 @@ def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_
                     codes, care = pack_rows(rows, fast, window, pam_right)
                     count = _check_packed(text, candidates[s], window, fast, codes, care, rows.lengths, rows.limit,
                                           pam_right, rows.pam_length, owned_lo, owned_hi, count, *outs)
-                    edge = _edge_candidates(candidates[s], window, len(text), pam_right, rows.pam_length)
-                    if len(edge):
-                        count = _check_candidates(text, edge, rows.masks, rows.lengths, rows.limit, fast, s == 1,
-                                                  pam_right, rows.pam_length, 0, 0, owned_lo, owned_hi, count, *outs)
                     general = row_ids[~packable]
             if len(general):
                 count = _check_candidates(text, general_candidates, rows.masks, rows.lengths, rows.limit, general,
