@@ -14,9 +14,10 @@ is packed once, 2 bits a base, into one 64-bit word, and each row costs an
 XOR, a fold of each base's two bits onto one, an OR of the window's
 non-ACGT bases, and a popcount.
 
-Each Dask CPU worker runs one task at a time on one core, so the kernel is
-serial; it writes into preallocated arrays and is rerun with room for all
-hits if they did not fit.
+Each task runs on one core (a worker process's thread, or one of the task
+threads of an in-process CPU cluster: the kernels release the GIL), so the
+kernel is serial; it writes into preallocated arrays and is rerun with room
+for all hits if they did not fit.
 """
 from __future__ import annotations
 
