@@ -146,11 +146,11 @@ def read_cas_offinder_input(path) -> CasOffinderInput:
     names, sequences, limits = [], [], []
     for number, sequence, limit, name in entries:
         guide = sequence[:-pam_length] if three_prime else sequence[pam_length:]
+        if name is not None and name in names:
+            raise InputError(f"{display}: line {number}: guide name {quote(name)} is used twice; names must be unique")
         names.append(name if name is not None else f"line_{number}")
         sequences.append(guide)
         limits.append(limit)
-    if len(set(names)) != len(names):
-        raise InputError(f"{display}: guide names must be unique")
     return CasOffinderInput(genome=genome, pam=pam, pam_side=3 if three_prime else 5,
                             guides=PatternSet(tuple(names), tuple(sequences)), limits=tuple(limits),
                             dna_bulge=dna_bulge, rna_bulge=rna_bulge, pattern=pattern)
