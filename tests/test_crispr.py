@@ -308,3 +308,22 @@ def test_partitioned_parquet_output(client, tmp_path):
     frame = pd.read_parquet(folder)
     assert count == len(frame) > 0
     assert as_rows(frame) == oracle_sites(records, guides, "NGG", 2)
+
+
+def test_array_scores_equal_the_per_site_definitions():
+    from seqsift.crispr.scores import cfd_scores, mit_scores
+
+    rng = random.Random(12)
+    guides, sites, pams = [], [], []
+    for _ in range(400):
+        guide = "".join(rng.choice("ACGT") for _ in range(20))
+        site = "".join(c if rng.random() < 0.8 else rng.choice("ACGTN") for c in guide)
+        guides.append(guide), sites.append(site), pams.append(rng.choice("ACGT") + rng.choice("ACGN") + "G")
+    as_bytes = lambda texts: np.array([np.frombuffer(t.encode(), np.uint8) for t in texts])  # noqa: E731
+    got_cfd = cfd_scores(as_bytes(guides), as_bytes(sites), as_bytes(pams))
+    got_mit = mit_scores(as_bytes(guides), as_bytes(sites))
+    expected_cfd = np.array([cfd_score(g, s, p) for g, s, p in zip(guides, sites, pams)])
+    expected_mit = np.array([mit_score(g, s) for g, s in zip(guides, sites)])
+    np.testing.assert_allclose(got_cfd, expected_cfd, equal_nan=True)
+    np.testing.assert_allclose(got_mit, expected_mit, equal_nan=True)
+    assert np.isnan(expected_cfd).any() and (expected_cfd > 0).any() and (expected_mit < 100).any()

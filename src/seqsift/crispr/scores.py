@@ -100,3 +100,48 @@ def specificity(off_target_scores, scale: float) -> int:
     values = np.asarray(off_target_scores, dtype=float)
     total = float(np.nansum(values)) * scale
     return int(round(100.0 * 100.0 / (100.0 + total)))
+
+
+_BASE_INDEX = np.full(256, 4, dtype=np.int64)
+for _i, _b in enumerate(b"ACGT"):
+    _BASE_INDEX[_b] = _i
+
+
+@lru_cache(maxsize=None)
+def _cfd_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """(activity[position 0..19, guide base, site base] with 1 where equal, pam[base, base]); bases A C G T."""
+    mismatch, pam = cfd_tables()
+    activity = np.ones((SCORED_GUIDE_LENGTH, 4, 4))
+    for (position, rna, dna), value in mismatch.items():
+        site_base = _COMPLEMENT[dna]
+        activity[position - 1, "ACGT".index(rna), "ACGT".index(site_base)] = value
+    pam_activity = np.zeros((4, 4))
+    for two, value in pam.items():
+        pam_activity["ACGT".index(two[0]), "ACGT".index(two[1])] = value
+    return activity, pam_activity
+
+
+def cfd_scores(guides: np.ndarray, protospacers: np.ndarray, site_pams: np.ndarray) -> np.ndarray:
+    """:func:`cfd_score` of many sites: (sites, 20) guide and protospacer bytes, (sites, 3) PAM bytes (upper case)."""
+    activity, pam_activity = _cfd_arrays()
+    g, s, p = _BASE_INDEX[guides], _BASE_INDEX[protospacers], _BASE_INDEX[site_pams]
+    defined = (g < 4).all(axis=1) & (s < 4).all(axis=1) & (p < 4).all(axis=1)
+    g, s, p = np.minimum(g, 3), np.minimum(s, 3), np.minimum(p, 3)
+    scores = activity[np.arange(SCORED_GUIDE_LENGTH), g, s].prod(axis=1) * pam_activity[p[:, 1], p[:, 2]]
+    return np.where(defined, scores, np.nan)
+
+
+def mit_scores(guides: np.ndarray, protospacers: np.ndarray) -> np.ndarray:
+    """:func:`mit_score` of many sites: (sites, 20) guide and protospacer bytes (upper case)."""
+    g, s = _BASE_INDEX[guides], _BASE_INDEX[protospacers]
+    defined = (g < 4).all(axis=1) & (s < 4).all(axis=1)
+    mismatched = g != s
+    n = mismatched.sum(axis=1)
+    score = np.where(mismatched, 1.0 - mit_weights(), 1.0).prod(axis=1)
+    positions = np.arange(SCORED_GUIDE_LENGTH)
+    first = np.where(mismatched, positions, SCORED_GUIDE_LENGTH).min(axis=1)
+    last = np.where(mismatched, positions, -1).max(axis=1)
+    mean_distance = (last - first) / np.maximum(n - 1, 1)
+    score = np.where(n >= 2, score / ((19.0 - mean_distance) / 19.0 * 4.0 + 1.0), score)
+    score = np.where(n >= 1, score / np.maximum(n, 1) ** 2, score)
+    return np.where(defined, 100.0 * score, np.nan)

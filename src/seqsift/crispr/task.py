@@ -14,12 +14,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..alphabet import IUPAC_MASKS
+from ..alphabet import IUPAC_MASKS, encode_text, pattern_masks
 from ..engine.task import read_chunk
 from ..kernels.crispr import BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, find_sites, orient_guides, site_halo
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
-from .scores import cfd_score, mit_score, scores_defined
+from .scores import cfd_score, cfd_scores, mit_score, mit_scores, scores_defined
 
 ROW_DTYPES = {"record": np.int32, "start": np.int64, "end": np.int64, "guide": np.int32, "strand": np.int8,
               "mismatches": np.int16, "bulge_type": object, "bulge_size": np.int16, "guide_aligned": object,
@@ -92,7 +92,13 @@ def _rows_for_chunk(job: CrisprJob, rows, chunk, raw: bytes, hits) -> pd.DataFra
     cfd = np.full(count, np.nan)
     mit = np.full(count, np.nan)
     pam_length = len(job.pam)
-    for h in range(count):
+    plain = np.flatnonzero(hits.bulge_type == BULGE_NONE)
+    lengths = rows.lengths[hits.row[plain]]
+    for length in np.unique(lengths):  # sites without a bulge: whole arrays at once
+        chosen = plain[lengths == length]
+        guide_aligned[chosen], site[chosen], cfd[chosen], mit[chosen] = _plain_sites(job, rows, raw, hits, chosen,
+                                                                                    int(length))
+    for h in np.flatnonzero(hits.bulge_type != BULGE_NONE):
         r = int(hits.row[h])
         guide = job.guides.sequences[int(rows.guide_index[r])]
         start = int(hits.start[h])
@@ -131,6 +137,43 @@ def _rows_for_chunk(job: CrisprJob, rows, chunk, raw: bytes, hits) -> pd.DataFra
         "cfd": cfd,
         "mit": mit,
     })
+
+
+_UPPER_COMPLEMENT = np.frombuffer(bytes(range(256)).upper().translate(_COMPLEMENT), dtype=np.uint8)
+_UPPER = np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8)
+
+
+def _plain_sites(job: CrisprJob, rows, raw: bytes, hits, chosen: np.ndarray, length: int):
+    """(guide_aligned, site, cfd, mit) of bulge-free sites of guides of one ``length``, as arrays.
+
+    The same strings as :func:`_alignment` writes one by one: the site in the
+    guide's orientation, mismatched bases (outside the guide letter's IUPAC
+    set, or not A/C/G/T) in lower case; the guide and the PAM as given.
+    """
+    span = length + len(job.pam)
+    genome = np.frombuffer(raw, dtype=np.uint8)
+    windows = genome[hits.start[chosen, None] + np.arange(span)]
+    minus = rows.strand[hits.row[chosen]] == 1
+    windows = np.where(minus[:, None], _UPPER_COMPLEMENT[windows][:, ::-1], _UPPER[windows])
+    guide_of = rows.guide_index[hits.row[chosen]]
+    guides = np.array([np.frombuffer(job.guides.sequences[g].encode(), np.uint8) for g in np.unique(guide_of)])
+    guide_rows = guides[np.searchsorted(np.unique(guide_of), guide_of)]
+    proto = slice(0, length) if job.pam_side == 3 else slice(len(job.pam), span)
+    codes = encode_text(windows[:, proto].tobytes()).reshape(len(chosen), length)
+    masks = pattern_masks(guide_rows.tobytes().decode()).reshape(len(chosen), length)
+    mismatched = (codes > 3) | ((masks >> np.minimum(codes, 3)) & 1 == 0)
+    marked = windows.copy()
+    marked[:, proto] = np.where(mismatched, windows[:, proto] | 0x20, windows[:, proto])  # ASCII lower case
+    site = marked.view(f"S{span}").ravel().astype(str).astype(object)
+    aligned = {g: (job.guides.sequences[g] + job.pam if job.pam_side == 3 else job.pam + job.guides.sequences[g])
+               for g in np.unique(guide_of)}
+    guide_aligned = np.array([aligned[g] for g in guide_of], dtype=object)
+    cfd = np.full(len(chosen), np.nan)
+    mit = np.full(len(chosen), np.nan)
+    if scores_defined(length, job.pam, job.pam_side):
+        pam = windows[:, length:]
+        cfd, mit = cfd_scores(guide_rows, windows[:, :length], pam), mit_scores(guide_rows, windows[:, :length])
+    return guide_aligned, site, cfd, mit
 
 
 def _matches(guide_letter: str, base: str) -> bool:
