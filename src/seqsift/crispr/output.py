@@ -182,8 +182,10 @@ class Summary:
         if len(rows) == 0:
             return
         guide = rows["guide"].to_numpy()
-        class_index = {c: i for i, c in enumerate(self.classes)}
-        klass = np.array([class_index[(t, int(s))] for t, s in zip(rows["bulge_type"], rows["bulge_size"])])
+        kind, size = rows["bulge_type"].to_numpy(), rows["bulge_size"].to_numpy().astype(np.int64)
+        dna_classes = sum(1 for k, _ in self.classes if k == "DNA")
+        # classes: none, then DNA 1..B, then RNA 1..B (in __init__'s order)
+        klass = np.where(kind == "none", 0, np.where(kind == "DNA", size, dna_classes + size))
         np.add.at(self.counts, (guide, klass, rows["mismatches"].to_numpy()), 1)
         perfect = (klass == 0) & (rows["mismatches"].to_numpy() == 0)
         for score in ("mit", "cfd"):
