@@ -74,14 +74,14 @@ def direct_kernel_seconds(text, batch, k, repeats):
     """hamming_direct_* alone (the launcher's work before and after left out), CUDA events."""
     import cupy
 
-    from seqsift.kernels import hamming_cuda
+    from seqsift.kernels.hamming import cuda as hamming_cuda
     from seqsift.kernels.cuda import compact_hits_buffers, load_module
 
     n = int(text.size)
     m = int(batch.lengths.max())
     tiles = (n - m) // 32 // 32 + 1
     per_warp = hamming_cuda.direct_tiles_per_warp(tiles, hamming_cuda._multiprocessors(cupy.cuda.Device().id))
-    kernel = load_module("hamming.cu").get_function(f"hamming_direct_{max(1, k.bit_length())}_2")
+    kernel = load_module("hamming/hamming.cu").get_function(f"hamming_direct_{max(1, k.bit_length())}_2")
     plans = cupy.asarray(hamming_cuda.direct_row_plans(batch.masks[:, :m], batch.lengths))
     count, out_row, out_end, out_dist = compact_hits_buffers(1 << 20)
     args = (text, np.int64(n), plans, np.int32(batch.rows), np.int32(k), np.int64(0), np.int64(n), np.int64(0),
@@ -93,7 +93,7 @@ def direct_kernel_seconds(text, batch, k, repeats):
 
 def direct_instructions_per_char(batch, k, sass, sample=4_000_000):
     """Instructions a lane executes per text character in hamming_direct_*, and how they split."""
-    from seqsift.kernels.hamming_cuda import emulate_direct
+    from seqsift.kernels.hamming.cuda import emulate_direct
 
     codes = np.random.default_rng(9).integers(0, 4, sample).astype(np.uint8)
     stats = {}

@@ -46,8 +46,10 @@ import numpy as np
 
 from gpu_timing import event_seconds  # benchmarks/gpu_timing.py, beside this script
 from seqsift.bench import source_commit
-from seqsift.kernels import find_ends, nfa_cpu
-from seqsift.kernels.nfa import nfa_cuda, words_per_thread
+from seqsift.kernels import find_ends
+from seqsift.kernels.nfa import cpu as nfa_cpu
+from seqsift.kernels.nfa import nfa_cuda
+from seqsift.kernels.nfa.cuda import words_per_thread
 from seqsift.patterns import PatternSet
 
 INT_ROOF = 16.7e12          # H100 int32 ops/s (DESIGN.md): 132 SMs x 64 lanes x 1.98 GHz
@@ -114,7 +116,7 @@ def sass_counts() -> tuple[dict, str]:
     kernels = Path(__file__).parents[1] / "src" / "seqsift" / "kernels"
     with tempfile.TemporaryDirectory() as folder:
         cubin = Path(folder) / "nfa.cubin"
-        subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", f"-I{kernels}", "-cubin", str(kernels / "nfa.cu"),
+        subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", f"-I{kernels}", "-cubin", str(kernels / "nfa" / "nfa.cu"),
                         "-o", str(cubin)], check=True, capture_output=True)
         table = {}
         for name in SASS_TABLE:

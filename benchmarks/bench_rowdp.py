@@ -16,7 +16,7 @@
 Time: CUDA events around the launcher (find_ends: X matrix, launches, hit
 compaction and the copy of the hits), text already on the device, after a
 warm-up, median of ``--repeats``; for the rowdp kernels also around their
-launches alone (rowdp.launch_kernels: no host work, no copy of the hits).
+launches alone (rowdp.cuda.launch_kernels: no host work, no copy of the hits).
 Roof: cells/s of the kernels alone (m x text characters per second) x int32
 SASS instructions per cell (benchmarks/rowdp_sass.py) against the H100's
 int32 rate (DESIGN.md), and all SASS instructions against its issue rate. Writes ``rowdp_gpu.json`` (DESIGN.md's shape) and ``rowdp_gpu.png``.
@@ -86,11 +86,11 @@ def seconds_and_hits(algorithm: str, text, batch, k: int, repeats: int, **option
     kernels = None
     if algorithm in SASS_PER_CELL:
         # The launches alone, into hit buffers large enough: no host work, no copy of the hits.
-        groups, _ = rowdp.tile_groups(np.asarray(batch.lengths), k, options.get("columns"))
+        groups, _ = rowdp.cuda.tile_groups(np.asarray(batch.lengths), k, options.get("columns"))
         buffers = compact_hits_buffers(max(1 << 16, 2 * len(hits)))
         shuffle = algorithm == "edit-rowdp-shfl"
         kernels = event_seconds(
-            lambda: rowdp.launch_kernels(text, batch, k, 0, int(text.size), shuffle, groups, buffers), repeats,
+            lambda: rowdp.cuda.launch_kernels(text, batch, k, 0, int(text.size), shuffle, groups, buffers), repeats,
             warm_up=False, before=lambda: buffers[0].fill(0))
         assert int(buffers[0].get()[0]) == len(hits)
     return whole, kernels, len(hits)

@@ -75,7 +75,7 @@ def kernel_seconds(algorithm: str, text, batch, k: int, repeats: int, **knobs) -
     """Median seconds of the algorithm's kernel launches over the whole text."""
     from seqsift.kernels.cuda import compact_hits_buffers
 
-    launches = shiftor.kernel_launches(algorithm, text, batch, k, 0, int(text.size), **knobs)
+    launches = shiftor.cuda.kernel_launches(algorithm, text, batch, k, 0, int(text.size), **knobs)
     capacity = 1 << 22
     count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
 

@@ -103,7 +103,7 @@ def sass_of(kernel: str, width: int) -> str | None:
     nvcc, cuobjdump = shutil.which("nvcc"), shutil.which("cuobjdump")
     if not nvcc or not cuobjdump:
         return None
-    source = Path(sw.__file__).with_suffix(".cu")
+    source = Path(sw.__file__).with_name("sw.cu")
     obj = Path(tempfile.mkdtemp(prefix="bench-sw-")) / "sw.o"
     subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", f"-DSW_SCORE_BITS={width}", "-c", str(source), "-o",
                     str(obj)], check=True)
@@ -168,13 +168,13 @@ def run_bpbc(x, y, x_host, y_host, word_bits: int, repeats: int) -> tuple[dict, 
     import cupy
 
     pairs, n = y.shape
-    width = sw.gpu_score_width(sw.score_bits(SCORING, M))
+    width = sw.cuda.gpu_score_width(sw.score_bits(SCORING, M))
     t = {}
     t["H2G"], _ = cuda_ms(lambda: (cupy.asarray(x_host), cupy.asarray(y_host)), repeats)
-    t["W2B"], (xp, yp) = cuda_ms(lambda: (sw.cuda_w2b(x, pairs, M, word_bits), sw.cuda_w2b(y, pairs, n, word_bits)),
+    t["W2B"], (xp, yp) = cuda_ms(lambda: (sw.cuda.cuda_w2b(x, pairs, M, word_bits), sw.cuda.cuda_w2b(y, pairs, n, word_bits)),
                                  repeats)
-    t["SW"], sliced = cuda_ms(lambda: sw.cuda_sw_bpbc(xp, yp, M, n, SCORING, width, word_bits), repeats)
-    t["B2W"], scores = cuda_ms(lambda: sw.cuda_b2w(sliced, pairs, word_bits), repeats)
+    t["SW"], sliced = cuda_ms(lambda: sw.cuda.cuda_sw_bpbc(xp, yp, M, n, SCORING, width, word_bits), repeats)
+    t["B2W"], scores = cuda_ms(lambda: sw.cuda.cuda_b2w(sliced, pairs, word_bits), repeats)
     began = time.perf_counter()
     host = scores.get()
     t["G2H"] = (time.perf_counter() - began) * 1e3
@@ -185,11 +185,11 @@ def run_bpbc(x, y, x_host, y_host, word_bits: int, repeats: int) -> tuple[dict, 
 def run_reach(x, y, word_bits: int, threshold: int, repeats: int) -> tuple[dict, np.ndarray]:
     """W2B and the flag kernel (score >= threshold) of sw-bpbc (ms), and the flags."""
     pairs, n = y.shape
-    width = sw.gpu_score_width(sw.reach_bits(SCORING, threshold))
+    width = sw.cuda.gpu_score_width(sw.reach_bits(SCORING, threshold))
     t = {}
-    t["W2B"], (xp, yp) = cuda_ms(lambda: (sw.cuda_w2b(x, pairs, M, word_bits), sw.cuda_w2b(y, pairs, n, word_bits)),
+    t["W2B"], (xp, yp) = cuda_ms(lambda: (sw.cuda.cuda_w2b(x, pairs, M, word_bits), sw.cuda.cuda_w2b(y, pairs, n, word_bits)),
                                  repeats)
-    t["SW"], words = cuda_ms(lambda: sw.cuda_sw_bpbc(xp, yp, M, n, SCORING, width, word_bits, threshold), repeats)
+    t["SW"], words = cuda_ms(lambda: sw.cuda.cuda_sw_bpbc(xp, yp, M, n, SCORING, width, word_bits, threshold), repeats)
     return t, sw._unpack_flags(words[:, 0], word_bits, pairs).get()
 
 
@@ -200,7 +200,7 @@ def run_wordwise(x, y, x_host, y_host, repeats: int) -> tuple[dict, np.ndarray]:
     t = {}
     t["H2G"], _ = cuda_ms(lambda: (cupy.asarray(x_host), cupy.asarray(y_host)), repeats)
     t["layout"], (xt, yt) = cuda_ms(lambda: (cupy.ascontiguousarray(x.T), cupy.ascontiguousarray(y.T)), repeats)
-    t["SW"], scores = cuda_ms(lambda: sw.cuda_wordwise_device(xt, yt, pairs, SCORING), repeats)
+    t["SW"], scores = cuda_ms(lambda: sw.cuda.cuda_wordwise_device(xt, yt, pairs, SCORING), repeats)
     del xt, yt
     began = time.perf_counter()
     host = scores.get()
@@ -267,7 +267,7 @@ def main() -> None:
     cores = os.cpu_count() or 1
 
     sass_counts = {}
-    reach_width = sw.gpu_score_width(sw.reach_bits(SCORING, THRESHOLD))
+    reach_width = sw.cuda.gpu_score_width(sw.reach_bits(SCORING, THRESHOLD))
     kernels = {"sw_bpbc32_s9_paper": 9, "sw_bpbc64_s9_paper": 9, f"sw_reach32_s{reach_width}_paper": reach_width,
                f"sw_reach64_s{reach_width}_paper": reach_width}
     for kernel, width in kernels.items():

@@ -22,7 +22,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-SOURCE = Path(__file__).parents[1] / "src" / "seqsift" / "kernels" / "rowdp.cu"
+SOURCE = Path(__file__).parents[1] / "src" / "seqsift" / "kernels" / "rowdp" / "rowdp.cu"
 LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 
 
@@ -118,7 +118,7 @@ def per_cell(path: list[str], body: list[str], r: int) -> dict[str, float]:
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         binary = Path(folder) / "rowdp.o"
-        subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", f"-I{SOURCE.parent}", "-c", str(SOURCE), "-o",
+        subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", f"-I{SOURCE.parent.parent}", "-c", str(SOURCE), "-o",
                         str(binary)], check=True)
         global_path, global_body = single_code_row(disassemble("rowdp_global", binary))
         print("kernel          R  int  imad  mem  ctl  total (per cell, mismatch path)  a match skips")

@@ -7,16 +7,20 @@ from pathlib import Path
 
 import pytest
 
-KERNELS = sorted((Path(__file__).parents[1] / "src" / "seqsift" / "kernels").glob("*.cu"))
+KERNEL_DIR = Path(__file__).parents[1] / "src" / "seqsift" / "kernels"
+KERNELS = sorted(KERNEL_DIR.glob("**/*.cu"))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("source", KERNELS, ids=[p.name for p in KERNELS])
 def test_cu_file_compiles_for_sm_90(source, tmp_path):
-    result = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / "out.o")],
+    result = subprocess.run(["nvcc", "-arch=sm_90", f"-I{KERNEL_DIR}", "-c", str(source), "-o", str(tmp_path / "out.o")],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
 
 
-def test_there_are_cuda_sources():
-    assert {p.name for p in KERNELS} >= {"hamming.cu", "edit.cu"}
+def test_every_family_has_its_cuda_source_beside_it():
+    """kernels/<family>/<family>.cu, the layout pyproject.toml ships (kernels/*/*.cu)."""
+    families = {"hamming", "edit", "nfa", "rowdp", "shiftor", "sw"}
+    assert {(p.parent.name, p.name) for p in KERNELS} >= {(f, f"{f}.cu") for f in families}
+    assert all(p.parent.parent == KERNEL_DIR for p in KERNELS)

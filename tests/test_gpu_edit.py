@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import find_ends, oracle
+from seqsift.kernels import find_ends
 from seqsift.patterns import PatternSet
+
+import oracle
 from test_engine import mutate
 
 pytestmark = pytest.mark.gpu

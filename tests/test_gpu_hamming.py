@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import find_ends, hamming_cuda, oracle
+from seqsift.kernels import find_ends
+from seqsift.kernels.hamming import cuda as hamming_cuda
 from seqsift.patterns import PatternSet
+
+import oracle
 from test_engine import mutate
 
 pytestmark = pytest.mark.gpu

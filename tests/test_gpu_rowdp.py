@@ -12,9 +12,11 @@ import random
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import find_ends, oracle
+from seqsift.kernels import find_ends
 from seqsift.kernels import rowdp
 from seqsift.patterns import PatternSet
+
+import oracle
 from test_engine import mutate
 
 pytestmark = pytest.mark.gpu

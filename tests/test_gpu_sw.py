@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seqsift.kernels import sw, sw_cpu
+from seqsift.kernels import sw
+from seqsift.kernels.sw import cpu as sw_cpu
 
 pytestmark = pytest.mark.gpu
 
@@ -107,20 +108,20 @@ def test_w2b_and_b2w_on_the_device_match_the_cpu(word_bits):
     groups = -(-pairs // word_bits)
     expected = np.zeros((groups, 3, length + 20), dtype)
     sw_cpu.w2b(codes, pairs, length + 20, word, masks, shifts, expected)
-    planes = sw.cuda_w2b(cupy.asarray(codes), pairs, length + 20, word_bits).get()
+    planes = sw.cuda.cuda_w2b(cupy.asarray(codes), pairs, length + 20, word_bits).get()
     assert (planes == expected).all()
     for s in (2, 9, 31):
         sliced = rng.integers(0, 1 << 62, (groups, s), dtype=np.uint64).astype(dtype)
         scores = np.zeros(pairs, np.int64)
         sw_cpu.b2w(sliced, pairs, word, masks, shifts, scores)
-        got = sw.cuda_b2w(cupy.asarray(sliced), pairs, word_bits).get()
+        got = sw.cuda.cuda_b2w(cupy.asarray(sliced), pairs, word_bits).get()
         assert (got == scores.astype(np.int32)).all()
 
 
 def test_screen_engine_on_the_gpu():
     """The screen API end to end on a dask-cuda cluster (skipped without dask-cuda)."""
     pytest.importorskip("dask_cuda")
-    from seqsift.engine.screen import screen
+    from seqsift.screening import screen
 
     rng = np.random.default_rng(3)
     letters = np.array(list("ACGTN"))

@@ -1,6 +1,6 @@
 """hamming-packed's few-row CUDA kernel (hamming_direct_* in hamming.cu), checked on the CPU.
 
-``hamming_cuda.emulate_direct`` redoes the kernel's arithmetic in NumPy: the
+``kernels/hamming/cuda.py``'s ``emulate_direct`` redoes the kernel's arithmetic in NumPy: the
 16-byte pieces each lane loads, the multiply that gathers one code bit of
 eight codes, the byte permutes and shuffles, the tile loaded ahead (only its
 first words after a warp's last tile), the row plans and the bit-sliced
@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import oracle
-from seqsift.kernels.hamming_cuda import (
+from seqsift.kernels.hamming.cuda import (
     PLAN_BEGIN, PLAN_COUNT, PLAN_MASKS, PLAN_OFFSETS, _pack, _tile_codes, direct_row_plans, emulate_direct,
 )
 from seqsift.patterns import PatternSet
+
+import oracle
 
 
 def hits_set(hits):

@@ -722,6 +722,15 @@ def test_validate_patterns_for_job():
     validate_patterns_for_job(ps, np.int64(1), lengths, "p.txt")
 
 
+def test_an_empty_pattern_never_reaches_a_kernel():
+    """The kernels have no rule for empty patterns: reading refuses one, and so does the job's check
+    of a PatternSet built directly (length 0 <= every k)."""
+    with pytest.raises(InputError, match="is empty"):
+        read_patterns(["ACGT", ""])
+    with pytest.raises(InputError, match="has length 0"):
+        validate_patterns_for_job(PatternSet(("a", "b"), ("ACGT", "")), 0, [1000], "patterns")
+
+
 def test_validate_patterns_for_edit_distance_needs_only_m_minus_k_bases():
     ps = PatternSet(("guide",), ("GACGCATAAAGATGAGACGC",))
     validate_patterns_for_job(ps, 3, np.array([17]), "p.txt", metric="edit")

@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqsift.alphabet import NEVER, encode_text
-from seqsift.kernels import EndHits, edit, find_ends, hamming, oracle
+from seqsift.kernels import EndHits, driver, edit, find_ends, hamming
 from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternBatch, PatternSet
+
+import oracle
 
 edlib = pytest.importorskip("edlib")
 
@@ -159,7 +161,7 @@ def test_all_a_text(metric, name, kernel):
 @pytest.mark.parametrize("metric,name,kernel", KERNELS, ids=KERNEL_IDS)
 def test_buffer_overflow_is_rerun(metric, name, kernel, monkeypatch):
     """Tasks finding more hits than their first buffer holds are run again: nothing lost."""
-    monkeypatch.setattr(hamming, "_SLOTS_BUDGET", 1)  # first-pass buffers of 64 slots
+    monkeypatch.setattr(driver, "_SLOTS_BUDGET", 1)  # first-pass buffers of 64 slots
     text = np.zeros(5000, np.uint8)
     text[::50] = 1
     batch = batch_of(["AAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"])

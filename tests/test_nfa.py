@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels import ALGORITHMS, choose_algorithm, find_ends, nfa_cpu, oracle
+from seqsift.kernels import ALGORITHMS, choose_algorithm, find_ends
+from seqsift.kernels.nfa import cpu as nfa_cpu
 from seqsift.kernels.nfa import nfa_cpu as nfa_search
 from seqsift.patterns import PatternBatch, PatternSet
+
+import oracle
 from test_engine import mutate
 
 # One k per slot width S (1, 2, 3, 4, 5, 6, 8, 10, 16, 32 bits) and the edges of each.
@@ -181,15 +184,14 @@ def test_segments_and_many_rows_match_the_oracle():
     check(codes, batch_of(patterns), 6, lo=777, hi=59_000)
 
 
-def test_zero_length_row_and_k_past_the_nfa():
+def test_k_past_the_nfa_is_refused():
+    """A job never brings k > 31 here (the registry's max_k); called directly, the launcher raises."""
     rng = random.Random(2)
     codes = encode_text(random_dna(rng, 400))
-    batch = PatternBatch(masks=np.array([[1, 2, 4], [0, 0, 0]], np.uint8), lengths=np.array([3, 0], np.int32),
-                         pattern_index=np.array([0, 1], np.int32), strand=np.array([0, 0], np.int8))
-    check(codes, batch, 1, 10, 300)
-    # k > 31 is routed to Myers' search: still the oracle's hits.
-    long_batch = batch_of([random_dna(rng, 60)], strands=(0,))
-    check(codes, long_batch, 40)
+    batch = batch_of([random_dna(rng, 60)], strands=(0,))
+    check(codes, batch, 31)
+    with pytest.raises(ValueError, match="k <= 31"):
+        nfa_search(codes, batch, 40, 0, len(codes))
 
 
 def test_registered_with_its_limits():

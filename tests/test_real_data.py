@@ -17,8 +17,9 @@ import pytest
 
 import seqsift
 from seqsift.alphabet import encode_text
-from seqsift.kernels import oracle
 from seqsift.patterns import PatternSet
+
+import oracle
 
 SLICE = 600_000
 

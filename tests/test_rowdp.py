@@ -16,11 +16,13 @@ import pytest
 from seqsift.alphabet import encode_text
 from seqsift.engine.job import SearchJob
 from seqsift.engine.task import run_task
-from seqsift.kernels import ALGORITHMS, find_ends, oracle
-from seqsift.kernels import rowdp_cpu as emulation
+from seqsift.kernels import ALGORITHMS, find_ends
+from seqsift.kernels.rowdp import cpu as emulation
 from seqsift.kernels.rowdp import MAX_WARM_UP, THREADS, WARM_UP_SHARE, columns_per_thread, rowdp_cpu
 from seqsift.partitioning import plan_chunks
 from seqsift.patterns import PatternSet
+
+import oracle
 from test_engine import mutate
 
 
@@ -157,7 +159,7 @@ def test_many_patterns_mixed_lengths_and_buffer_rerun(monkeypatch):
     patterns = [mutate(rng, text[s:s + rng.randint(5, 90)], rng.randint(0, 4)) for s in rng.sample(range(3_900), 40)]
     check(text, patterns, 4, spans=(None, 333))
     # Tiny first-pass buffers: tasks with more hits than slots are run again.
-    monkeypatch.setattr("seqsift.kernels.hamming._SLOTS_BUDGET", 1)
+    monkeypatch.setattr("seqsift.kernels.driver._SLOTS_BUDGET", 1)
     check(text, ["AC", "GT", "TTT", "CAG"] * 5, 2, spans=(None, 100))
 
 

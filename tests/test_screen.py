@@ -17,9 +17,10 @@ import pandas as pd
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.engine.screen import pad_length, plan_tasks, read_sequences, screen
+from seqsift.screening import pad_length, plan_tasks, read_sequences, screen
 from seqsift.errors import InputError
-from seqsift.kernels import sw, sw_cpu
+from seqsift.kernels import sw
+from seqsift.kernels.sw import cpu as sw_cpu
 
 parasail = pytest.importorskip("parasail")
 
@@ -456,9 +457,9 @@ def test_gpu_geometry_fits_shared_memory():
     for width in sw.GPU_SCORE_WIDTHS:
         for bits in (32, 64):
             for m32 in (32, 128, 256, 512, 4096):
-                warps, shared = sw.bpbc_geometry(m32, width, bits)
+                warps, shared = sw.cuda.bpbc_geometry(m32, width, bits)
                 assert 1 <= warps <= sw.SW_MAX_WARPS and shared <= sw.SHARED_LIMIT
-    assert sw.gpu_score_width(9) == 9 and sw.gpu_score_width(17) == 20 and sw.gpu_score_width(1) == 2
+    assert sw.cuda.gpu_score_width(9) == 9 and sw.cuda.gpu_score_width(17) == 20 and sw.cuda.gpu_score_width(1) == 2
     assert sw.SW_LAG - 31 >= sw.SW_STEPS and sw.SW_RING - (sw.SW_LAG - 31) >= sw.SW_STEPS
 
 
@@ -696,7 +697,7 @@ def test_failed_job_leaves_no_partial_output(tmp_path, client, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("worker failed")
 
-    import seqsift.engine.screen as screen_module
+    import seqsift.screening.run as screen_module
 
     monkeypatch.setattr(screen_module, "_deliver", broken)
     with pytest.raises(RuntimeError):
@@ -914,7 +915,7 @@ def cuda_on_host(tmp_path_factory):
     if compiler is None:
         pytest.skip("g++ not found: the host build of sw.cu needs it")
     folder = tmp_path_factory.mktemp("sw_host")
-    source = (sw_cpu.__file__[: -len("sw_cpu.py")] + "sw.cu")
+    source = (sw_cpu.__file__[: -len("cpu.py")] + "sw.cu")
     text = open(source).read()
     text = text.replace("extern __shared__ __align__(16) unsigned char sw_shared[];", "")   # the shim's array
     text = "\n".join(line for line in text.splitlines() if not line.startswith("SW_BPBC_KERNELS("))
@@ -963,7 +964,7 @@ def test_cuda_bpbc_kernel_on_the_host(cuda_on_host, case):
     sw_cpu.w2b(y, pairs, n, word, masks, shifts, y_planes)
     k1, k2, sat, kg = sw._constants(scoring, width)
     constants = np.concatenate([sw_cpu.sliced_constant(v, width, dtype) for v in (k1, k2, kg)])
-    warps = warps or sw.bpbc_geometry(m32, width, bits)[0]
+    warps = warps or sw.cuda.bpbc_geometry(m32, width, bits)[0]
     paper = int((scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1))
     sliced = cuda_on_host(f"0 {bits} {width} {m32} {n} {groups} {int(sat)} {warps} {paper} 0",
                           x_planes, y_planes, constants)

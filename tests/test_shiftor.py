@@ -20,9 +20,11 @@ import pytest
 import seqsift
 from seqsift import kernels
 from seqsift.errors import InputError
-from seqsift.kernels import oracle, shiftor
-from seqsift.kernels import shiftor_cpu as so
+from seqsift.kernels import shiftor
+from seqsift.kernels.shiftor import cpu as so
 from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternSet
+
+import oracle
 
 LENGTHS = [1, 2, 31, 32, 33, 63, 64]
 KS = [0, 1, 2, 3, 8]

@@ -7,7 +7,7 @@ Public surface: :func:`search` (patterns against a genome), :func:`screen`
 __version__ = "0.1.0"
 
 from .engine import search  # noqa: E402
-from .engine.screen import screen  # noqa: E402
+from .screening import screen  # noqa: E402
 from .crispr import crispr  # noqa: E402  (the function; the package stays importable as seqsift.crispr.*)
 
 __all__ = ["search", "screen", "crispr", "__version__"]

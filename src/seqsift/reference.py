@@ -59,6 +59,7 @@ from typing import IO, Iterator
 
 import numpy as np
 
+from .cache import cache_directory
 from .errors import InputError, quote, reading
 
 __all__ = ["Reference", "open_reference", "cache_directory", "NORMALISED_LINE_WIDTH"]
@@ -103,10 +104,6 @@ class Reference:
     offsets: np.ndarray
     line_bases: np.ndarray
     line_bytes: np.ndarray
-
-    def index_of(self, name: str) -> int:
-        """Index of the record called ``name`` (ValueError if there is none)."""
-        return self.names.index(name)
 
     def read(self, record_index: int, start: int, end: int, table: bytes | None = None) -> bytes:
         """Raw bytes of bases ``[start, end)`` (0-based) of record ``record_index``.
@@ -439,23 +436,6 @@ def _what_it_looks_like(text: bytes, head: bytes) -> str:
 
 
 # --- step 4: the cache directory and its entries ---------------------------------
-
-def cache_directory(create: bool = True) -> Path:
-    """seqsift's cache directory (see the module docstring), created unless ``create=False``."""
-    if os.environ.get("SEQSIFT_CACHE"):
-        directory = Path(os.path.expanduser(os.environ["SEQSIFT_CACHE"]))
-    elif os.environ.get("XDG_CACHE_HOME"):
-        directory = Path(os.environ["XDG_CACHE_HOME"]) / "seqsift"
-    else:
-        directory = Path.home() / ".cache" / "seqsift"
-    if create:
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise InputError(f"cannot create seqsift's cache directory {directory} ({err.strerror or err}); "
-                             f"set SEQSIFT_CACHE to a writable directory") from None
-    return directory
-
 
 class _CacheEntry:
     """Names of the cache files derived from one source file.

@@ -57,7 +57,7 @@ def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
 
 
 def cmd_screen(args) -> int:
-    from .engine.screen import screen
+    from .screening import screen
 
     for dest, flag in _SEARCH_ONLY:
         if getattr(args, dest, None) is not None:

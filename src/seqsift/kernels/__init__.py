@@ -15,9 +15,15 @@ and returns every (row, end, distance) with distance <= k, in any order:
 for Hamming the distance of P to text[e - m:e]; for edit distance
 d(e) = min over s of ED(P, text[s:e]) (DESIGN.md, "What a hit is").
 
-Kernels live one family per module: ``hamming.py`` / ``edit.py`` hold the
-launchers, ``*_cpu.py`` the Numba code, ``*.cu`` the CUDA code. The engine
-only calls :func:`find_ends` and :func:`locate`, by algorithm name.
+Kernels live one family per package, ``kernels/<family>/``: ``__init__.py``
+holds the launchers (the family's one public face), ``cpu.py`` the Numba
+code, ``cuda.py`` the CuPy launchers of ``<family>.cu``. The registry below
+names each kernel ``"<family>:<launcher>"`` (tests/test_registry.py resolves
+them all). Shared pieces: ``driver.py`` (the CPU launchers' parallel tasks),
+``threads.py`` (a worker's Numba thread share), ``cuda.py`` and ``hits.cuh``
+(the CuPy backend), ``align_cpu.py`` (starts and CIGARs), ``planner.py`` (what
+``auto`` runs). The engine only calls :func:`find_ends` and :func:`locate`,
+by algorithm name.
 """
 from __future__ import annotations
 
@@ -57,7 +63,7 @@ class EndHits:
 class Algorithm:
     name: str
     metric: str | tuple[str, ...]  # the metric it serves, or several (exact matching: both at k = 0)
-    backends: dict[str, str]  # backend -> "module:function" under seqsift.kernels
+    backends: dict[str, str]  # backend -> "family:launcher", a launcher of seqsift.kernels.<family>
     summary: str
     max_m: int | None = None  # longest pattern it handles (None: any)
     max_k: int | None = None  # largest k it handles (None: any below m)
@@ -90,32 +96,32 @@ ALGORITHMS: dict[str, Algorithm] = {
         # Their CPU path is the plain scan: the same hits, computed the same way.
         Algorithm(
             "hamming-thread", "hamming",
-            {"cpu": "hamming:scan_cpu", "cuda": "hamming_cuda:thread"},
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming:thread_cuda"},
             "one GPU thread per text position (Liu et al., Algorithms 1-2)",
         ),
         Algorithm(
             "hamming-block", "hamming",
-            {"cpu": "hamming:scan_cpu", "cuda": "hamming_cuda:block"},
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming:block_cuda"},
             "one GPU block per text position, shared-memory reduction (Liu et al., Algorithms 3-4)",
         ),
         Algorithm(
             "hamming-tiled", "hamming",
-            {"cpu": "hamming:scan_cpu", "cuda": "hamming_cuda:tiled"},
+            {"cpu": "hamming:scan_cpu", "cuda": "hamming:tiled_cuda"},
             "pattern and text tile in shared memory (Liu et al., OPT-block-thread, Algorithms 5-6)",
         ),
         Algorithm(
             "hamming-packed", "hamming",
-            {"cpu": "hamming:pigeonhole_cpu", "cuda": "hamming_cuda:packed"},
+            {"cpu": "hamming:pigeonhole_cpu", "cuda": "hamming:packed_cuda"},
             "many patterns per launch over 2-bit packed text, popcount of XOR masks",
         ),
         Algorithm(
             "edit-myers", "edit",
-            {"cpu": "edit:myers_cpu", "cuda": "edit_cuda:myers"},
+            {"cpu": "edit:myers_cpu", "cuda": "edit:myers_cuda"},
             "k-differences by Myers/Hyyro bit-vector search, multi-word past 64 characters",
         ),
         # Mitani, Ino & Hagihara 2017 (papers/mitani2017-shift-or-inclusive-scan.txt): Shift-Or and
         # Wu-Manber as inclusive scans in the tribrid scheme, and the GBPR segmentation baseline. The
-        # CPU paths emulate the GPU kernels' formulation (shiftor_cpu.py). Exact matching serves both
+        # CPU paths emulate the GPU kernels' formulation (shiftor/cpu.py). Exact matching serves both
         # metrics at k = 0; all three also search raw byte text (--alphabet bytes).
         Algorithm(
             "exact-shiftor-scan", ("hamming", "edit"),
@@ -136,7 +142,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             max_m=64, max_k=8, alphabets=("dna", "bytes"),
         ),
         # Onsjo & Watanabe 2009 (papers/onsjo2009-bit-parallel-nfa.txt): the Baeza-Yates-Navarro
-        # NFA in Hyyro's packing, one block per NFA; the CPU path runs the same word updates (nfa_cpu.py).
+        # NFA in Hyyro's packing, one block per NFA; the CPU path runs the same word updates (nfa/cpu.py).
         Algorithm(
             "edit-nfa", "edit",
             {"cpu": "nfa:nfa_cpu", "cuda": "nfa:nfa_cuda"},
@@ -144,7 +150,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             max_k=31,
         ),
         # Ho, Oh & Kim 2017 (papers/ho2017-levenshtein-warp-shuffle.txt): the row-parallel
-        # X-matrix DP; the CPU path is a Numba emulation of the same recurrence (rowdp_cpu.py).
+        # X-matrix DP; the CPU path is a Numba emulation of the same recurrence (rowdp/cpu.py).
         Algorithm(
             "edit-rowdp", "edit",
             {"cpu": "rowdp:rowdp_cpu", "cuda": "rowdp:rowdp_global"},

@@ -1,7 +1,7 @@
 """The CuPy backend shared by every GPU kernel family.
 
 * :func:`gpu_available`: is a CUDA device usable here (never raises);
-* :func:`load_module`: a ``.cu`` file of this folder as a ``cupy.RawModule``,
+* :func:`load_module`: a family's ``.cu`` file as a ``cupy.RawModule``,
   compiled once per process and set of macros (CuPy also caches the binary
   on disk);
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
@@ -46,7 +46,7 @@ def _module(name: str, device: int, defines: tuple[tuple[str, int], ...]):
 
 
 def load_module(name: str, **defines: int):
-    """``name`` (e.g. "edit.cu") compiled for the current device, cached per process.
+    """``name`` (e.g. "edit/edit.cu", relative to this folder) compiled for the current device, cached per process.
 
     ``defines`` become ``-DNAME=value``: a file that instantiates many kernel
     variants compiles only the one a launch needs (sw.cu's score width).

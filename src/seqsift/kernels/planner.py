@@ -35,7 +35,7 @@ def table_name(backend: str) -> str:
 
 
 def user_table_path(backend: str) -> Path:
-    from ..reference import cache_directory
+    from ..cache import cache_directory
 
     return cache_directory(create=False) / table_name(backend)
 

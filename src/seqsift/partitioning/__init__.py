@@ -16,7 +16,7 @@ records. All coordinates are Python ints (arbitrary precision) or int64.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 
 def halo_for(metric: str, m_max: int, k: int) -> int:
@@ -108,8 +108,3 @@ def plan_chunks(record_lengths: Sequence[int], chunk_size: int, halo: int,
 def adjacent(left: Chunk, right: Chunk) -> bool:
     """True when ``right``'s core starts where ``left``'s ends, in one record."""
     return left.record_index == right.record_index and left.owned_end == right.core_start
-
-
-def iter_chunks(groups: Iterable[ChunkGroup]) -> Iterable[Chunk]:
-    for group in groups:
-        yield from group.chunks

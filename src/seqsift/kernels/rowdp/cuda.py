@@ -1,85 +1,21 @@
-"""edit-rowdp and edit-rowdp-shfl: the row-parallel X-matrix DP of Ho, Oh & Kim (2017).
+"""edit-rowdp and edit-rowdp-shfl on the GPU: the CuPy launchers of ``rowdp.cu``
+(the family's face and the tiling it shares with the CPU path: ``__init__.py``).
 
-    kernel(text, batch, k, owned_lo, owned_hi) -> EndHits   (see kernels/__init__.py)
-
-* :func:`rowdp_global` (``edit-rowdp``, CUDA): the paper's baseline PASM_GPU,
-  Algorithm 1 / equation (3), X matrix and DP rows in global memory;
-* :func:`rowdp_shfl` (``edit-rowdp-shfl``, CUDA): the paper's WsPASM_GPUshared,
-  Algorithm 2 / equation (4), D[i-1][j-1] by ``__shfl_up_sync``, text tile,
-  pattern, X and rows in shared memory;
-* :func:`rowdp_cpu` (both, CPU): the same recurrence in Numba (rowdp_cpu.py).
-
-The kernels are in ``rowdp.cu`` (its header proves the recurrence, the IUPAC
-form of X and the bounded window). The paper's algorithm searches one
-pattern over one text; here the grid is (text tile, row of the batch): a
-block of THREADS threads runs the DP of one row over a tile of
-THREADS x R columns (R columns per thread), the first m + k of which are the
-warm-up before the tile's owned ends. Rows are grouped by R, which is chosen
-so that the warm-up is a small share of the tile (:func:`columns_per_thread`).
-Rows whose m + k exceeds MAX_WARM_UP, and rows of length 0, are handed to
-edit-myers (on the GPU) and to the empty-pattern rule.
+Rows whose m + k exceeds MAX_WARM_UP go to the edit family's Myers search on the GPU.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from . import rowdp_cpu as _cpu
-from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
-                      split_rows_over_text)
+from .. import EndHits
+from ..driver import concat_hits, subset_rows
+from ..edit import myers_cuda
+from . import COLUMNS, MAX_WARM_UP, THREADS, columns_per_thread
 
-THREADS = 256                      # ROWDP_THREADS in rowdp.cu
-COLUMNS = (1, 2, 4, 8, 16)         # the rowdp_shfl_r<R> kernels
-WARM_UP_SHARE = 64                 # aim: tile >= 64 x its warm-up (m + k)
-MAX_WARM_UP = THREADS * COLUMNS[-1] // 2  # m + k up to half the widest tile (2,048)
 MAX_BLOCKS_Y = 65_535
 SCRATCH_BYTES = 256 << 20          # rowdp_global: its rows of D in global memory per launch
 PIECE_CHARS = 1 << 25              # rowdp_global: text per X matrix (8 bytes per character)
 
-
-def columns_per_thread(m: int, k: int) -> int | None:
-    """R for a row of length m: the smallest with THREADS * R >= 64 (m + k), or None (too long).
-
-    (bench_rowdp.py, H100: at m = 16, k = 6 the wider tiles are a few per cent faster, R = 8 best.)
-    """
-    warm = m + k
-    if warm > MAX_WARM_UP:
-        return None
-    for r in COLUMNS:
-        if THREADS * r >= WARM_UP_SHARE * warm:
-            return r
-    return COLUMNS[-1]
-
-
-# ---------------------------------------------------------------------------
-# CPU
-# ---------------------------------------------------------------------------
-
-def rowdp_cpu(text, batch, k, owned_lo, owned_hi, tile_span: int | None = None) -> EndHits:
-    """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi).
-
-    ``tile_span``: owned ends per tile, each tile with its own warm-up of
-    m + k characters as on the GPU (default: 16,384 or 8 (m + k)); tests set
-    it small to cross many tile borders.
-    """
-    text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
-    if k < 0 or hi <= lo:
-        return EndHits.empty()
-    rows = np.flatnonzero(lengths > 0)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
-    if rows.size:
-        warm = int(lengths[rows].max()) + k
-        span = tile_span or max(1 << 14, 8 * warm)
-        task_rows, task_lo, task_hi = split_rows_over_text(rows, lo, hi, min_span=max(span, 4 * warm))
-        parts.append(run_buffered_tasks(
-            _cpu.rowdp_tasks, len(task_rows),
-            (text, masks, lengths, np.int64(k), task_rows, task_lo, task_hi, np.int64(span))))
-    return concat_hits(parts)
-
-
-# ---------------------------------------------------------------------------
-# CUDA
-# ---------------------------------------------------------------------------
 
 def rowdp_global(text, batch, k: int, owned_lo: int, owned_hi: int, columns: int | None = None) -> EndHits:
     """edit-rowdp: PASM_GPU (Algorithm 1, equation 3) on the GPU."""
@@ -115,9 +51,9 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
     """
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
-    module = load_module("rowdp.cu")
+    module = load_module("rowdp/rowdp.cu")
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     masks = cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8))
     lengths_device = cupy.asarray(lengths)
@@ -128,14 +64,14 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
 
 
 def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int | None) -> EndHits:
-    from .cuda import compact_hits_buffers, to_device_text
+    from ..cuda import compact_hits_buffers, to_device_text
 
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     text_device = to_device_text(text)
     lo, hi = max(0, int(owned_lo)), min(int(text_device.size), int(owned_hi))
     if k < 0 or hi <= lo or batch.rows == 0:
         return EndHits.empty()
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     # Rows by columns per thread (the tile width); too long rows go to edit-myers.
     groups, too_long = tile_groups(lengths, k, columns)
     if groups:
@@ -151,9 +87,7 @@ def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int
         _, out_row, out_end, out_dist = buffers
         parts.append(EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()))
     if too_long.size:
-        from .edit_cuda import _subset, myers
-
-        hits = myers(text_device, _subset(batch, too_long), k, lo, hi)
+        hits = myers_cuda(text_device, subset_rows(batch, too_long), k, lo, hi)
         parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))
     return concat_hits(parts)
 

@@ -14,7 +14,7 @@ References (the numbers cited in the comments):
 
 The NFA (paper, Section 2). State (r, j), r = 0..k errors, j = 0..m pattern
 characters, is active after text T[..t) exactly when D[j][t] <= r, with D the
-search DP matrix of ``edit_cpu`` (D[0][t] = 0, D[j][0] = j). One text
+search DP matrix of ``edit/cpu.py`` (D[0][t] = 0, D[j][0] = j). One text
 character moves every state at once by the four rules match / replace /
 insert / delete. Active states fill every diagonal i = j - r from its first
 active row down, so diagonal i is one k+1-bit unary number (BYN); diagonals
@@ -70,7 +70,7 @@ f'_i = min(f_i + 1, f_{i+1} + 1, g(f_{i-1}, c)).
 Warm-up: a scan may start anywhere with every diagonal inactive (the column
 D[j] = j) as long as it starts m + k characters before its first reported
 end: an alignment of cost <= k spans at most m + k characters (as in
-``edit_cpu``).
+``edit/cpu.py``).
 
 This module holds the pattern compiler used by both backends
 (:func:`compile_rows`) and the Numba scan (:func:`nfa_tasks`), which runs the
@@ -225,7 +225,7 @@ def _scan(text, peq, final, words, slot, m, k, first_end, stop, row, out_row, ou
 @njit(parallel=True, cache=True)
 def nfa_tasks(task_ids, out_offsets, caps, out_row, out_end, out_dist,
               text, peq, final, words, slot, lengths, rows, k, task_index, task_lo, task_hi):
-    """Buffered-task kernel (hamming.run_buffered_tasks): task t scans compiled row
+    """Buffered-task kernel (driver.run_buffered_tasks): task t scans compiled row
     ``task_index[t]`` (batch row ``rows[...]``) for the ends e with e - 1 in [task_lo[t], task_hi[t])."""
     counts = np.zeros(task_ids.shape[0], np.int64)
     for i in prange(task_ids.shape[0]):

@@ -446,7 +446,7 @@ __device__ __forceinline__ void sw_bpbc_body(const W *__restrict__ x_planes, con
     SW_BPBC_KERNEL(u64, S, sw_reach64_s##S##_paper, true, true)
 
 // One score width per compilation: the launcher compiles this file once per
-// width S it needs (sw.py GPU_SCORE_WIDTHS) with -DSW_SCORE_BITS=S; all
+// width S it needs (GPU_SCORE_WIDTHS in __init__.py) with -DSW_SCORE_BITS=S; all
 // widths in one module took ~40 s to compile. Plain nvcc checks S = 9.
 #ifndef SW_SCORE_BITS
 #define SW_SCORE_BITS 9

@@ -28,7 +28,7 @@ What is here:
   :func:`segmented_wm_tasks` is GBPR: plain Wu-Manber per segment plus a
   halo of m + k - 1 characters.
 
-Parallel kernels follow the buffered task protocol of ``hamming.run_buffered_tasks``.
+Parallel kernels follow the buffered task protocol of ``driver.run_buffered_tasks``.
 """
 from __future__ import annotations
 

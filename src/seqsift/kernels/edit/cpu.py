@@ -36,7 +36,7 @@ in from the block above, and the delta of its last row (``hout``) goes out to
 the block below. Blocks far below every cell <= k are not computed at all
 (Ukkonen's cutoff, as in Myers 1999 section 4.2), see :func:`_search_blocks`.
 
-Parallel kernels follow the buffered task protocol of ``hamming_cpu``: task
+Parallel kernels follow the buffered task protocol of ``kernels/driver.py``: task
 ``i`` writes at most ``caps[i]`` hits from ``out_offsets[i]`` and returns its
 true hit count.
 """

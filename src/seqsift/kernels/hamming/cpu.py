@@ -1,6 +1,6 @@
 """Numba code for k-mismatch (Hamming) search on the CPU.
 
-Two searches live here; ``hamming.py`` holds the launchers that prepare their
+Two searches live here; ``__init__.py`` holds the launchers that prepare their
 inputs and collect their outputs.
 
 * :func:`scan_tasks` compares a pattern (one *row* of a PatternBatch) with
@@ -25,7 +25,7 @@ Conventions shared by every function (see ``seqsift.alphabet``):
 * an end ``e`` (exclusive) is owned when ``lo <= e - 1 < hi``.
 
 Output convention for the parallel kernels (the "buffered task" protocol,
-driven by ``hamming.run_buffered_tasks``): each kernel runs a list of tasks
+driven by ``kernels/driver.run_buffered_tasks``): each kernel runs a list of tasks
 ``task_ids``; task ``i`` writes at most ``caps[i]`` hits into the output
 arrays starting at ``out_offsets[i]`` and returns its *true* hit count in
 ``counts[i]``. A task whose count exceeds its cap is simply run again with

@@ -237,7 +237,7 @@ __device__ __forceinline__ void sliced_rows(const unsigned int *planes, long lon
 // of the eight is z & (0x11111111 << t), and one multiply by 0x01020408 >> t
 // moves these eight bits, in text order, into the top byte: each lands on its
 // own bit and every other partial product stays below bit 24 or passes bit
-// 31, so nothing carries (hamming_cuda.emulate_direct redoes it bit for bit).
+// 31, so nothing carries (cuda.py's emulate_direct redoes it bit for bit).
 // Four top bytes make a lane's two 16-code pieces of bit t; two shuffles and
 // a byte permute give lane L its own 32-code word. The one-hot planes follow
 // from the code bits b0, b1, b2: A = ~b0 & ~b1 & ~b2, C = b0 & ~b1 & ~b2,
@@ -245,7 +245,7 @@ __device__ __forceinline__ void sliced_rows(const unsigned int *planes, long lon
 // matches no base, nor do 5-7; bytes of 8 and more are clamped to 4 first.
 // A tile without any code >= 4 (most tiles of a genome) skips b2.
 //
-// Rows: the launcher turns each row into a plan (hamming_cuda.direct_row_plans),
+// Rows: the launcher turns each row into a plan (cuda.py's direct_row_plans),
 // its pattern offsets grouped by the plane they read: group 4h + b holds the
 // offsets i of base b (A, C, G, T) with i >> 5 == h, group 8 every position
 // whose mask is not a single base (IUPAC codes, N, 0), with its mask. An

@@ -1,92 +1,28 @@
-"""edit-nfa: the diagonal bit-parallel NFA (Baeza-Yates–Navarro, Hyyrö's packing), one GPU block per NFA.
+"""edit-nfa on the GPU: the CuPy launcher of ``nfa.cu`` (the family's face: ``__init__.py``).
 
     nfa_cuda(text, batch, k, owned_lo, owned_hi) -> EndHits   (kernels/__init__.py call shape)
-    nfa_cpu(text, batch, k, owned_lo, owned_hi)  -> EndHits
 
-Onsjö & Watanabe 2009 (../shared/papers/onsjo2009-bit-parallel-nfa.txt):
-the NFA of one pattern row is spread over the 32-bit words of one thread
-block, each block scans its own text segment (re-reading m + k characters
-before it), the compiled pattern masks sit in shared memory, and the text is
-2-bit packed (plus a bit plane for N). Each thread keeps 1, 2 or 4 of the
-NFA's words in registers (:func:`words_per_thread`) and exchanges its edge
-words through shared memory, one barrier per text character. The algorithm
-and its word layout are described in ``nfa_cpu.py``; the CUDA kernel is
-``nfa.cu``; bench_nfa.py measures it on the paper's experiment.
-
-Limits, and what happens outside them (every row gets exact hits):
-
-* k <= 31 (``MAX_K``; the paper stops at k < 16, two diagonals per word; we
-  also run one 32-row diagonal per word). The registry declares
-  ``max_k = 31``, so ``choose_algorithm`` refuses a larger k with a clear
-  message; called directly with k > 31, both launchers hand the whole call
-  to Myers' bit-vector search (``edit_cuda.myers`` / ``edit.myers_cpu``).
-* m: any length on the CPU. On the GPU a row needs ceil(m / D) words, D =
-  floor(32 / (k + 1)) diagonals per word, on at most ``MAX_THREADS`` threads
-  of at most 4 words: up to ``MAX_WORDS`` = 4,096 words (m <= 8,192 at k =
-  10..15, more at smaller k, 4,096 at k = 16..31). Longer rows are routed to
-  ``edit_cuda.myers`` inside :func:`nfa_cuda` (so ``max_m`` is not declared).
-  Rows shorter than 64 (down to m = 1) and rows with m <= k run in the NFA
-  like any other.
+Rows too long for one thread block (more than ``MAX_WORDS`` state words) go
+to the edit family's Myers search on the GPU.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from . import nfa_cpu as _cpu
-from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
-                      split_rows_over_text)
+from .. import EndHits
+from ..driver import concat_hits, subset_rows
+from ..edit import myers_cuda
+from . import cpu as _cpu
 
-MAX_K = _cpu.MAX_K
 MAX_THREADS = 1024       # threads of one block (CUDA's limit)
 MAX_WORDS = 4096         # state words of one NFA on the GPU (4 per thread)
 TILE = 512               # as NFA_TILE in nfa.cu: text characters per shared-memory tile
 SMEM_DEFAULT = 48 * 1024
 
 
-def _subset(batch, rows: np.ndarray):
-    from ..patterns import PatternBatch
-
-    return PatternBatch(masks=batch.masks[rows], lengths=batch.lengths[rows],
-                        pattern_index=batch.pattern_index[rows], strand=batch.strand[rows])
-
-
 def _remap(rows: np.ndarray, hits: EndHits) -> EndHits:
     return EndHits(rows[hits.row].astype(np.int32), hits.end, hits.distance)
 
-
-# ---------------------------------------------------------------------------
-# CPU: the Numba emulation (nfa_cpu.py)
-# ---------------------------------------------------------------------------
-
-def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
-    """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi), by the NFA."""
-    if k > MAX_K:
-        from .edit import myers_cpu
-
-        return myers_cpu(text, batch, k, owned_lo, owned_hi)
-    text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
-    if k < 0 or hi <= lo:
-        return EndHits.empty()
-    rows = np.flatnonzero(lengths > 0)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
-    if rows.size:
-        row_lengths = lengths[rows].astype(np.int64)
-        words = _cpu.words_needed(row_lengths, k).astype(np.int64)
-        peq, final = _cpu.compile_rows(masks[rows], row_lengths, k, int(words.max()))
-        overlap = int(row_lengths.max()) + k
-        task_index, task_lo, task_hi = split_rows_over_text(np.arange(rows.size), lo, hi,
-                                                            min_span=max(4096, 8 * overlap))
-        parts.append(run_buffered_tasks(
-            _cpu.nfa_tasks, len(task_index),
-            (text, peq, final, words, np.int64(_cpu.slot_bits(k)), row_lengths, rows.astype(np.int64),
-             np.int64(k), task_index, task_lo, task_hi)))
-    return concat_hits(parts)
-
-
-# ---------------------------------------------------------------------------
-# CUDA (nfa.cu)
-# ---------------------------------------------------------------------------
 
 WPT_COST = {1: 1.0, 2: 0.79, 4: 0.69}
 """Relative time per state word with 1, 2 or 4 words per thread: bench_nfa.py on
@@ -133,13 +69,13 @@ def pack_text_device(text_device):
     """(packed, n_plane): the text 2-bit packed, 16 characters per uint32, and one N bit per character."""
     import cupy
 
-    from .cuda import load_module
+    from ..cuda import load_module
 
     n = int(text_device.size)
     groups = max(1, -(-n // 32))
     packed = cupy.empty(2 * groups, dtype=cupy.uint32)
     n_plane = cupy.empty(groups, dtype=cupy.uint32)
-    load_module("nfa.cu").get_function("nfa_pack_text")(
+    load_module("nfa/nfa.cu").get_function("nfa_pack_text")(
         ((groups + 255) // 256,), (256,), (text_device, np.int64(n), packed, n_plane))
     return packed, n_plane
 
@@ -150,13 +86,13 @@ def _launch_group(packed, n_plane, n: int, masks, lengths, k: int, lo: int, hi: 
     Returns (row within the group, end, distance) on the host."""
     import cupy
 
-    from .cuda import compact_hits_buffers, load_module
+    from ..cuda import compact_hits_buffers, load_module
 
     words = threads * wpt
     peq, final = _cpu.compile_rows(masks, lengths, k, words)
     peq_device, final_device = cupy.asarray(peq), cupy.asarray(final)
     lengths_device = cupy.asarray(lengths.astype(np.int32))
-    function = load_module("nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
+    function = load_module("nfa/nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
     shared = _shared_bytes(threads, wpt)
     if shared > SMEM_DEFAULT:
         function.max_dynamic_shared_size_bytes = shared
@@ -193,12 +129,8 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     ``wpt`` forces the words per thread (benchmarks); by default
     :func:`words_per_thread` picks it per row.
     """
-    from .cuda import to_device_text
+    from ..cuda import to_device_text
 
-    if k > MAX_K:
-        from .edit_cuda import myers
-
-        return myers(text, batch, k, owned_lo, owned_hi)
     text_device = to_device_text(text)
     n = int(text_device.size)
     lo, hi = max(0, int(owned_lo)), min(n, int(owned_hi))
@@ -206,12 +138,10 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
         return EndHits.empty()
     lengths = np.asarray(batch.lengths, dtype=np.int64)
     words = _cpu.words_needed(lengths, k)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     too_long = np.flatnonzero(words > MAX_WORDS)
     if too_long.size:
-        from .edit_cuda import myers
-
-        parts.append(_remap(too_long, myers(text_device, _subset(batch, too_long), k, lo, hi)))
+        parts.append(_remap(too_long, myers_cuda(text_device, subset_rows(batch, too_long), k, lo, hi)))
     gpu_rows = np.flatnonzero((lengths > 0) & (words <= MAX_WORDS))
     if gpu_rows.size:
         packed, n_plane = pack_text_device(text_device)

@@ -2,7 +2,7 @@
 
     kernel(text, batch, k, owned_lo, owned_hi) -> EndHits   (see kernels/__init__.py)
 
-* :func:`myers_cpu`: Myers' bit-vector search (Numba, edit_cpu.py), one
+* :func:`myers_cpu`: Myers' bit-vector search (Numba, cpu.py), one
   64-bit word for rows of length <= 64 (four rows per task, advanced
   together), Hyyrö's blocks with Ukkonen's cutoff beyond. Rows run in parallel; when there are few rows, each row's text is
   also cut into segments (each restarts m + k characters early, which is
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from . import edit_cpu as _cpu
-from .hamming import (concat_hits, empty_pattern_hits, prepare_inputs, run_buffered_tasks,
+from .. import EndHits
+from . import cpu as _cpu
+from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 
 LANES = 4
-"""Rows of length <= 64 are searched four at a time (edit_cpu.myers_word4_tasks)."""
+"""Rows of length <= 64 are searched four at a time (cpu.myers_word4_tasks)."""
 
 
 def _row_groups(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -37,7 +37,7 @@ def myers_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
         return EndHits.empty()
     short = np.flatnonzero((lengths > 0) & (lengths <= 64))
     long = np.flatnonzero(lengths > 64)
-    parts = [empty_pattern_hits(np.flatnonzero(lengths == 0), lo, hi)]
+    parts = []
     # Four rows per task when there are enough of them; the lone-row kernel
     # otherwise (its text is then cut into segments for the cores).
     if short.size >= LANES:
@@ -56,3 +56,7 @@ def myers_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
             kernel, len(task_rows),
             (text, masks, lengths, np.int64(k), task_rows, task_lo, task_hi)))
     return concat_hits(parts)
+
+
+# The CUDA launcher (cuda.py; CuPy is imported only when it runs).
+from .cuda import myers as myers_cuda  # noqa: E402

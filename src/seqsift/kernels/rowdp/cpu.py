@@ -18,7 +18,7 @@ This module computes X by equation (2) itself (one pass left to right, the
 paper's sequential form) and then applies the window, so that the tests run
 the GPU's exact recurrence, window and tiling against the oracle.
 
-Tasks follow the buffered task protocol of ``hamming_cpu``: task ``i``
+Tasks follow the buffered task protocol of ``kernels/driver.py``: task ``i``
 writes at most ``caps[i]`` hits from ``out_offsets[i]`` and returns its true
 hit count.
 """

@@ -28,7 +28,7 @@ import re
 
 import numpy as np
 
-from . import EndHits
+from seqsift.kernels import EndHits
 
 # MATCH[mask, code]: does a pattern position with IUPAC mask `mask` match text code `code`?
 # Code 4 (NEVER) matches nothing; a mask of 0 (not an IUPAC letter) matches nothing.

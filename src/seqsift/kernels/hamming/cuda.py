@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import EndHits
+from .. import EndHits
 
 THREADS = 256          # as in hamming.cu
 MAX_GRID_Y = 65_535
@@ -41,7 +41,7 @@ _SINGLE_BASE = {1: 0, 2: 1, 4: 2, 8: 3}  # mask of one base -> its plane (A, C, 
 
 def _run(kernel, grid, block, args, capacity: int, shared_mem: int = 0) -> EndHits:
     """Launch with hit buffers, grow them and rerun if the hits did not fit."""
-    from .cuda import compact_hits_buffers
+    from ..cuda import compact_hits_buffers
 
     while True:
         count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
@@ -59,13 +59,13 @@ def _paper_kernel(name: str, text, batch, k: int, owned_lo: int, owned_hi: int) 
     """Launch one of Liu et al.'s kernels over every row, in slices of grid.y rows."""
     import cupy
 
-    from .cuda import load_module, to_device_text
+    from ..cuda import load_module, to_device_text
 
     text_device = to_device_text(text)
     lo, hi = max(0, int(owned_lo)), min(int(text_device.size), int(owned_hi))
     if hi <= lo or batch.rows == 0:
         return EndHits.empty()
-    kernel = load_module("hamming.cu").get_function(name)
+    kernel = load_module("hamming/hamming.cu").get_function(name)
     max_m = int(batch.lengths.max())
     positions = hi - lo + max_m  # starts from lo + 1 - m for the longest row
     parts = []
@@ -112,8 +112,8 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
     """hamming_direct_* or hamming_sliced_*: rows of at most 64 characters (every IUPAC code); longer rows run tiled."""
     import cupy
 
-    from ..patterns import PatternBatch
-    from .cuda import load_module, to_device_text
+    from ...patterns import PatternBatch
+    from ..cuda import load_module, to_device_text
 
     if k < 0:
         return EndHits.empty()
@@ -127,7 +127,7 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
     long_rows = np.flatnonzero(lengths > SLICED_MAX_M)
     parts = []
     if hi > lo and short.size:
-        module = load_module("hamming.cu")
+        module = load_module("hamming/hamming.cu")
         sub_lengths = lengths[short]
         m_max, m_min = int(sub_lengths.max()), int(sub_lengths.min())
         first_word = max(0, lo + 1 - m_max) // 32

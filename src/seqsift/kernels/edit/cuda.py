@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import EndHits
-from .edit import myers_cpu
+from .. import EndHits
+from ..driver import concat_hits, subset_rows
 
 ROWS_PER_BLOCK = 128   # as in edit.cu
 MAX_WORDS = 16         # as in edit.cu: rows up to 1,024 characters on the GPU
@@ -39,7 +39,7 @@ def _launch(function, text_device, rows_peq, lengths, extra_args, rows: int, k: 
     """Launch over the owned range in pieces; return (row, end, distance) device arrays."""
     import cupy
 
-    from .cuda import compact_hits_buffers
+    from ..cuda import compact_hits_buffers
 
     capacity = max(1 << 20, 4 * (owned_hi - owned_lo))
     while True:
@@ -62,19 +62,19 @@ def _launch(function, text_device, rows_peq, lengths, extra_args, rows: int, k: 
 def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
     import cupy
 
-    from .cuda import load_module, to_device_text
+    from ..cuda import load_module, to_device_text
 
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     text_device = to_device_text(text)
     lo, hi = max(0, int(owned_lo)), min(int(text_device.size), int(owned_hi))
     if hi <= lo or batch.rows == 0:
         return EndHits.empty()
-    module = load_module("edit.cu")
+    module = load_module("edit/edit.cu")
     parts = []
     short32 = np.flatnonzero((lengths > 0) & (lengths <= 32))
     short = np.flatnonzero((lengths > 32) & (lengths <= 64))
     long_rows = np.flatnonzero((lengths > 64) & (lengths <= 64 * MAX_WORDS))
-    too_long = np.flatnonzero((lengths > 64 * MAX_WORDS) | (lengths == 0))
+    too_long = np.flatnonzero(lengths > 64 * MAX_WORDS)
     for selected, kernel_name in ((short32, "myers_short32"), (short, "myers_short"), (long_rows, "myers_long")):
         if selected.size == 0:
             continue
@@ -87,19 +87,10 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
                                  extra, int(selected.size), k, int(sub_lengths.max()), lo, hi)
         parts.append(EndHits(selected[row.get()].astype(np.int32), end.get(), dist.get()))
     if too_long.size:
+        from . import myers_cpu
+
         host_text = text if isinstance(text, np.ndarray) else text_device.get()
-        sub = _subset(batch, too_long)
+        sub = subset_rows(batch, too_long)
         hits = myers_cpu(host_text, sub, k, owned_lo, owned_hi)
         parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return EndHits.empty()
-    return EndHits(np.concatenate([p.row for p in parts]), np.concatenate([p.end for p in parts]),
-                   np.concatenate([p.distance for p in parts]))
-
-
-def _subset(batch, rows: np.ndarray):
-    from ..patterns import PatternBatch
-
-    return PatternBatch(masks=batch.masks[rows], lengths=batch.lengths[rows],
-                        pattern_index=batch.pattern_index[rows], strand=batch.strand[rows])
+    return concat_hits(parts)

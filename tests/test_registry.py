@@ -1,0 +1,126 @@
+"""The kernel registries resolve, and CuPy stays unimported on the CPU.
+
+``kernels.ALGORITHMS`` and ``kernels.sw.SW_ALGORITHMS`` name their kernels as
+``"family:function"`` paths, resolved on a worker when a task runs. A typo
+there would fail only in the middle of a user's job; here every entry, on
+every backend, is resolved to a function with the common call shape. CUDA
+entries resolve without a GPU: a family's ``cuda.py`` imports CuPy only
+inside its functions, which the last tests check in a fresh interpreter.
+"""
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from seqsift import kernels
+from seqsift.kernels import sw
+
+SEARCH_ENTRIES = [(name, backend, path) for name, algorithm in kernels.ALGORITHMS.items()
+                  for backend, path in algorithm.backends.items()]
+SW_ENTRIES = ([(name, backend, path) for name, algorithm in sw.SW_ALGORITHMS.items()
+               for backend, path in algorithm.backends.items()]
+              + [(name, backend, path) for name, paths in sw.REACH_KERNELS.items()
+                 for backend, path in paths.items()])
+
+
+def leading_parameters(function, count: int) -> list[str]:
+    return list(inspect.signature(function).parameters)[:count]
+
+
+@pytest.mark.parametrize("name,backend,path", SEARCH_ENTRIES, ids=[f"{n}-{b}" for n, b, _ in SEARCH_ENTRIES])
+def test_search_entry_resolves_to_a_kernel(name, backend, path):
+    assert backend in kernels.BACKENDS
+    family = path.split(":")[0]
+    assert "." not in family, f"{name} reaches past the {family.split('.')[0]} family's face"
+    kernel = kernels._resolve(path)
+    assert callable(kernel)
+    assert leading_parameters(kernel, 5) == ["text", "batch", "k", "owned_lo", "owned_hi"]
+    # The CUDA launcher lives in the family's cuda.py, the CPU one in its face.
+    module = f"seqsift.kernels.{family}" + (".cuda" if backend == "cuda" else "")
+    assert kernel.__module__ == module
+
+
+@pytest.mark.parametrize("name,backend,path", SW_ENTRIES, ids=[f"{n}-{b}-{p}" for n, b, p in SW_ENTRIES])
+def test_screen_entry_resolves_to_a_kernel(name, backend, path):
+    kernel = sw._resolve(path)
+    assert callable(kernel)
+    assert leading_parameters(kernel, 3) == ["x_codes", "y_codes", "scoring"]
+    assert kernel.__module__ == "seqsift.kernels.sw" + (".cuda" if backend == "cuda" else "")
+
+
+def test_every_metric_and_backend_has_a_default_that_admits_it():
+    for (metric, backend), name in kernels.DEFAULT_ALGORITHM.items():
+        algorithm = kernels.ALGORITHMS[name]
+        assert algorithm.serves(metric) and backend in algorithm.backends
+
+
+def test_a_misspelt_entry_fails_to_resolve():
+    """What the tests above rely on: a wrong path raises (it is not silently skipped)."""
+    with pytest.raises(ModuleNotFoundError):
+        kernels._resolve("hamming_cuda:thread")
+    with pytest.raises(AttributeError):
+        kernels._resolve("edit:myers_gpu")
+
+
+NO_CUPY = textwrap.dedent("""
+    import importlib.abc, sys
+
+    attempts = []
+
+    class RefuseCupy(importlib.abc.MetaPathFinder):
+        # Records every attempt to import CuPy, even one whose ImportError is caught.
+        def find_spec(self, name, path=None, target=None):
+            if name == "cupy" or name.startswith("cupy."):
+                attempts.append(name)
+                raise ImportError("CuPy is refused in this test")
+            return None
+
+    sys.meta_path.insert(0, RefuseCupy())
+""")
+
+
+def run_without_cupy(body: str) -> None:
+    script = NO_CUPY + textwrap.dedent(body) + textwrap.dedent("""
+        assert not attempts, f"CuPy was imported: {attempts}"
+        assert not any(m == "cupy" or m.startswith("cupy.") for m in sys.modules)
+        print("no cupy")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("no cupy")
+
+
+def test_resolving_every_entry_leaves_cupy_unimported():
+    run_without_cupy("""
+        from seqsift import kernels
+        from seqsift.kernels import sw
+        for algorithm in kernels.ALGORITHMS.values():
+            for path in algorithm.backends.values():
+                kernels._resolve(path)
+        for algorithm in sw.SW_ALGORITHMS.values():
+            for path in algorithm.backends.values():
+                sw._resolve(path)
+    """)
+
+
+def test_a_cpu_search_and_screen_leave_cupy_unimported(tmp_path):
+    """The whole job in this process (threads, not worker processes): CuPy is never imported."""
+    reference = tmp_path / "ref.fa"
+    reference.write_text(">chr1\n" + "ACGTTGCAAGGCTTAACCGGTTAAGCTTGACA" * 40 + "\n")
+    run_without_cupy(f"""
+        from distributed import Client, LocalCluster
+        import seqsift
+
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \\
+                Client(cluster) as client:
+            hits = seqsift.search({str(reference)!r}, ["GGCTTAACCGG", "TTGACAACG"], 1, metric="edit",
+                                  backend="cpu", client=client)
+            assert len(hits) > 0
+            scores = seqsift.screen({str(reference)!r}, {str(reference)!r}, threshold=10, backend="cpu",
+                                    client=client)
+            assert len(scores) == 1
+    """)
