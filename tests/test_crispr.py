@@ -13,6 +13,7 @@ from seqsift.crispr.scores import cfd_score, mit_score, specificity
 from seqsift.errors import InputError
 
 from crispr_oracle import oracle_sites, revcomp
+from test_engine import write_fasta
 
 ORACLE_COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
                   "guide_aligned", "site"]
@@ -21,15 +22,6 @@ ORACLE_COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bu
 def as_rows(frame: pd.DataFrame) -> list[tuple]:
     return sorted(tuple(int(v) if isinstance(v, (np.integer,)) else v for v in row)
                   for row in frame[ORACLE_COLUMNS].itertuples(index=False, name=None))
-
-
-def write_fasta(path, records, width=60):
-    with open(path, "w") as handle:
-        for name, seq in records:
-            handle.write(f">{name} some description\n")
-            for i in range(0, len(seq), width):
-                handle.write(seq[i:i + width] + "\n")
-    return path
 
 
 PAM_BASES = {"N": "ACGT", "G": "G", "A": "A", "C": "C", "T": "T", "R": "AG", "V": "ACG"}
