@@ -163,3 +163,21 @@ def test_ecoli_200_guides_match_a_numpy_reading(client, real_data, tmp_path):
     assert ours == numpy_sites(sequence.encode(), guides, 3)
     assert (got["end"] - got["start"] == 23).all()
     assert len(got) >= 200
+
+
+def test_cas_offinder_3_lines_with_bulges(files, tmp_path):
+    reference, guides = files
+    tsv = tmp_path / "s.tsv"
+    for extra in (["-o", tsv], ["--format", "cas-offinder"]):
+        result = seqsift_crispr(reference, guides, "-k", "2", "--dna-bulge", "1", "--rna-bulge", "1", "--workers", "1",
+                                *extra)
+        assert result.returncode == 0, result.stderr
+    sites = pd.read_csv(tsv, sep="\t").rename(columns={"#guide": "guide"})
+    lines = result.stdout.splitlines()
+    assert lines[0] == "#Id\tBulge Type\tcrRNA\tDNA\tChromosome\tLocation\tDirection\tMismatches\tBulge Size"
+    expected = [f"{g}\t{'X' if t == 'none' else t}\t{a}\t{s}\t{r}\t{start}\t{strand}\t{m}\t{b}"
+                for g, t, a, s, r, start, strand, m, b in zip(
+                    sites["guide"], sites["bulge_type"], sites["guide_aligned"], sites["site"], sites["record"],
+                    sites["start"], sites["strand"], sites["mismatches"], sites["bulge_size"])]
+    assert lines[1:] == expected
+    assert {"X", "DNA", "RNA"} <= {line.split("\t")[1] for line in lines[1:]}
