@@ -41,6 +41,9 @@ def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
     s.add_argument("--match", type=whole_number, default=2, help="score of equal bases, c1 (default 2)")
     s.add_argument("--mismatch", type=whole_number, default=1, help="penalty of unequal bases, c2 (default 1)")
     s.add_argument("--gap", type=whole_number, default=1, help="penalty per gap position, g (default 1)")
+    s.add_argument("--strand", choices=["+", "-", "both"], default="+",
+                   help="score each query as given (+, the default), its reverse complement (-), or the better "
+                        "of the two (both: reads from either strand); - and both add a strand column")
     s.add_argument("--no-align", action="store_true", help="leave out the alignment columns")
     s.add_argument("--word-bits", type=int, choices=[32, 64],
                    help="pairs per machine word of sw-bpbc (default: 32 on GPUs, 64 on CPUs)")
@@ -68,6 +71,7 @@ def cmd_screen(args) -> int:
            workers=getattr(args, "workers", None), gpus=getattr(args, "gpus", None),
            scheduler=getattr(args, "scheduler", None), scheduler_file=getattr(args, "scheduler_file", None),
            dashboard=getattr(args, "dashboard", False), batch_pairs=args.batch_pairs,
-           progress=not getattr(args, "no_progress", False), verbose=getattr(args, "verbose", False))
+           progress=not getattr(args, "no_progress", False), verbose=getattr(args, "verbose", False),
+           strand=args.strand)
     return 0
 

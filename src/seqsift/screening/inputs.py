@@ -54,6 +54,29 @@ class SequenceSet:
         return f"record {quote(self.names[k])}{line}"
 
 
+_COMPLEMENT_CODE = np.array([3, 2, 1, 0] + [4] * 252, dtype=np.uint8)
+"""Text code of each code's complement base: A<->T, C<->G; anything else stays a non-base."""
+
+
+def reverse_complements(sequences: SequenceSet) -> SequenceSet:
+    """The same records, each replaced by its reverse complement (names and lines kept)."""
+    lengths = sequences.lengths
+    offsets = sequences.offsets
+    # Position p of record k, [o_k, o_k+1), takes the complement of position o_k + o_k+1 - 1 - p.
+    mirror = np.repeat(offsets[:-1] + offsets[1:] - 1, lengths) - np.arange(len(sequences.codes), dtype=np.int64)
+    return SequenceSet(names=sequences.names, codes=_COMPLEMENT_CODE[sequences.codes[mirror]],
+                       offsets=offsets.copy(), source=sequences.source, lines=sequences.lines)
+
+
+def concatenated(first: SequenceSet, second: SequenceSet) -> SequenceSet:
+    """The records of ``first`` followed by those of ``second``, in one buffer."""
+    offsets = np.concatenate([first.offsets, second.offsets[1:] + first.offsets[-1]])
+    lines = None if first.lines is None or second.lines is None else np.concatenate([first.lines, second.lines])
+    return SequenceSet(names=list(first.names) + list(second.names),
+                       codes=np.concatenate([first.codes, second.codes]), offsets=offsets,
+                       source=first.source, lines=lines)
+
+
 def read_sequences(source, what: str = "sequences") -> SequenceSet:
     """Sequences from a FASTA/FASTQ file (plain or gzip) or a list/array of strings.
 

@@ -42,10 +42,12 @@ from ..engine.shared import on_workers
 from ..errors import InputError
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
-from .inputs import SequenceSet, read_sequences
+from .inputs import SequenceSet, concatenated, read_sequences, reverse_complements
 from .planning import CELLS_PER_TASK, CODE_BYTES_PER_TASK, plan_tasks
 from .task import ScreenJob, WorkerSequences, run_screen_task
 
+STRANDS = ("+", "-", "both")
+"""Which strand of each query is scored against the targets (``strand``)."""
 ALIGNMENT_COLUMNS = ["query_start", "query_end", "target_start", "target_end", "cigar"]
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 """Output suffixes (a folder path: a partitioned Parquet dataset, as for search)."""
@@ -59,7 +61,7 @@ def note(message: str) -> None:
 # Output
 # --------------------------------------------------------------------------
 
-_DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "target": object,
+_DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "target": object, "strand": object,
            "score": np.int64, "query_start": np.int64, "query_end": np.int64, "target_start": np.int64,
            "target_end": np.int64, "cigar": object}
 
@@ -76,7 +78,7 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
            all_vs_all: bool = False, align: bool = True, output=None, algorithm: str = "auto",
            backend: str = "auto", word_bits: int | None = None, client=None, workers: int | None = None,
            gpus=None, scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
-           batch_pairs: int | None = None, progress: bool = False, verbose: bool = False):
+           batch_pairs: int | None = None, progress: bool = False, verbose: bool = False, strand: str = "+"):
     """Smith-Waterman scores of sequence pairs.
 
     queries, targets  FASTA or FASTQ paths (plain or gzip), or lists / arrays
@@ -97,6 +99,9 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
     client            a distributed.Client; otherwise one is started or joined
                       (``workers``, ``gpus``, ``scheduler``, ``scheduler_file``)
     batch_pairs       pairs per task (default: from the cell count)
+    strand            "+" (default): each query as given; "-": its reverse
+                      complement; "both": the better of the two, so that reads
+                      from either strand of a target are found (ties: +)
 
     Returns, without ``output``: for threshold None a NumPy int32 array of
     scores, shape (pairs,) or (queries, targets) for all_vs_all; with a
@@ -105,7 +110,10 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
     target_start, target_end (0-based, half-open) and cigar (=, X, I, D; I =
     query base without target base)), ordered by query then target.
     Written files have the columns query, target, score (and the alignment
-    columns for a threshold with align).
+    columns for a threshold with align). With ``strand`` "-" or "both" a
+    ``strand`` column follows the score (DataFrames and files; a score array
+    holds the better strand's score); an alignment on "-" is of the query's
+    reverse complement, its query_start/query_end on the query as given.
     """
     scoring = Scoring(match, mismatch, gap)
     try:
@@ -122,6 +130,8 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
         raise InputError(f"word bits must be 32 or 64, not {word_bits!r}")
     if batch_pairs is not None and batch_pairs < 1:
         raise InputError(f"pairs per task must be at least 1, not {batch_pairs}")
+    if strand not in STRANDS:
+        raise InputError(f"unknown strand {strand!r} (choose +, - or both)")
     check_output_path(output, FORMATS)
     query_set = read_sequences(queries, "queries")
     target_set = read_sequences(targets, "targets")
@@ -144,15 +154,85 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
     if verbose:
         note(f"screening with {chosen} on {backend} (match {match}, mismatch {mismatch}, gap {gap})")
 
+    oriented = Orientation(query_set, target_set, all_vs_all, strand)
     if client is not None:
-        collected = _run(query_set, target_set, all_vs_all, job, client, batch_pairs, progress, verbose)
+        collected = _run(oriented.queries, oriented.targets, all_vs_all, job, client, batch_pairs, progress, verbose)
     else:
         from ..cluster import connect
 
         with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,
                      dashboard=dashboard) as own_client:
-            collected = _run(query_set, target_set, all_vs_all, job, own_client, batch_pairs, progress, verbose)
-    return _deliver(collected, query_set, target_set, all_vs_all, job, output)
+            collected = _run(oriented.queries, oriented.targets, all_vs_all, job, own_client, batch_pairs,
+                             progress, verbose)
+    return _deliver(oriented.fold(collected, job), query_set, target_set, all_vs_all, job, output, strand)
+
+
+class Orientation:
+    """The pairs actually scored for a strand choice, and how to fold their results back.
+
+    ``+`` scores the queries as given and ``-`` their reverse complements.
+    ``both`` scores the queries followed by their reverse complements: against
+    every target (all-vs-all), or paired by order against the targets listed
+    twice, so that pair k and pair k + Q are one pair's two strands. ``fold``
+    keeps, per pair, the better strand.
+    """
+
+    def __init__(self, queries: SequenceSet, targets: SequenceSet, all_vs_all: bool, strand: str):
+        self.strand = strand
+        self.query_lengths = queries.lengths
+        self.query_count = len(queries)
+        self.target_count = len(targets)
+        self.all_vs_all = all_vs_all
+        if strand == "+":
+            self.queries, self.targets = queries, targets
+        elif strand == "-":
+            self.queries, self.targets = reverse_complements(queries), targets
+        else:
+            self.queries = concatenated(queries, reverse_complements(queries))
+            self.targets = targets if all_vs_all else concatenated(targets, targets)
+
+    def fold(self, collected: dict, job: ScreenJob) -> dict:
+        """Results of the oriented pairs as results of the given pairs, with a strand per pair."""
+        if self.strand == "+":
+            return collected
+        if job.threshold is None:
+            scores = collected["scores"]
+            if self.strand == "-":
+                return {"scores": scores, "minus": np.ones(scores.shape, dtype=bool)}
+            forward, reverse = scores[:self.query_count], scores[self.query_count:]
+            return {"scores": np.maximum(forward, reverse), "minus": reverse > forward}
+        parts = collected["parts"]
+        query = _joined(parts, "query", np.int64)
+        target = _joined(parts, "target", np.int64)
+        score = _joined(parts, "score", np.int64)
+        minus = np.full(len(query), self.strand == "-")
+        if self.strand == "both":
+            minus = query >= self.query_count
+            query = np.where(minus, query - self.query_count, query)
+            if not self.all_vs_all:
+                target = np.where(minus, target - self.target_count, target)
+        # Per pair the better strand: sort by pair, then score descending, + before -.
+        order = np.lexsort((minus, -score, target, query))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = (np.diff(query[order]) != 0) | (np.diff(target[order]) != 0)
+        keep = order[first]
+        folded = {"query": query[keep], "target": target[keep], "score": score[keep], "minus": minus[keep]}
+        if job.align:
+            coords = np.concatenate([p["coords"] for p in parts]) if parts else np.empty((0, 4), np.int64)
+            coords = coords[keep].astype(np.int64, copy=True)
+            # Query coordinates on the reverse complement -> on the query as given.
+            length = self.query_lengths[folded["query"]]
+            on_minus = folded["minus"]
+            start, end = coords[:, 0].copy(), coords[:, 1].copy()
+            coords[on_minus, 0] = length[on_minus] - end[on_minus]
+            coords[on_minus, 1] = length[on_minus] - start[on_minus]
+            folded["coords"] = coords
+            folded["cigar"] = np.array([c for p in parts for c in p["cigar"]], dtype=object)[keep]
+        return {"parts": [folded]}
+
+
+def _joined(parts: list[dict], key: str, dtype) -> np.ndarray:
+    return np.concatenate([p[key] for p in parts]).astype(dtype) if parts else np.empty(0, dtype)
 
 
 def _check_score_range(query_set: SequenceSet, target_set: SequenceSet, all_vs_all: bool, scoring: Scoring) -> None:
@@ -226,11 +306,11 @@ def _progress_bar(cells: int, enabled: bool):
                 dynamic_ncols=True, leave=False, mininterval=0.5 if interactive else 30.0)
 
 
-def _survivors(collected: dict, query_set, target_set, job: ScreenJob) -> pd.DataFrame:
+def _survivors(collected: dict, query_set, target_set, job: ScreenJob, strand: str) -> pd.DataFrame:
     parts = collected["parts"]
-    query = np.concatenate([p["query"] for p in parts]).astype(np.int64) if parts else np.empty(0, np.int64)
-    target = np.concatenate([p["target"] for p in parts]).astype(np.int64) if parts else np.empty(0, np.int64)
-    score = np.concatenate([p["score"] for p in parts]).astype(np.int64) if parts else np.empty(0, np.int64)
+    query = _joined(parts, "query", np.int64)
+    target = _joined(parts, "target", np.int64)
+    score = _joined(parts, "score", np.int64)
     order = np.lexsort((target, query))
     frame = pd.DataFrame({
         "query_index": query[order],
@@ -239,6 +319,8 @@ def _survivors(collected: dict, query_set, target_set, job: ScreenJob) -> pd.Dat
         "target": np.asarray(target_set.names, dtype=object)[target[order]] if len(order) else np.empty(0, object),
         "score": score[order],
     })
+    if strand != "+":
+        frame["strand"] = _strand_column(_joined(parts, "minus", bool)[order])
     if job.align:
         coords = np.concatenate([p["coords"] for p in parts]) if parts else np.empty((0, 4), np.int64)
         cigars = np.array([c for p in parts for c in p["cigar"]], dtype=object)
@@ -248,13 +330,18 @@ def _survivors(collected: dict, query_set, target_set, job: ScreenJob) -> pd.Dat
     return frame
 
 
-def _deliver(collected: dict, query_set, target_set, all_vs_all: bool, job: ScreenJob, output):
+def _strand_column(minus: np.ndarray) -> np.ndarray:
+    return np.where(minus, "-", "+").astype(object)
+
+
+def _deliver(collected: dict, query_set, target_set, all_vs_all: bool, job: ScreenJob, output, strand: str = "+"):
     """The result as an array / DataFrame, or written to ``output`` (count of rows)."""
+    strand_columns = ["strand"] if strand != "+" else []
     if job.threshold is not None:
-        frame = _survivors(collected, query_set, target_set, job)
+        frame = _survivors(collected, query_set, target_set, job, strand)
         if output is None:
             return frame
-        columns = ["query", "target", "score"] + (ALIGNMENT_COLUMNS if job.align else [])
+        columns = ["query", "target", "score", *strand_columns] + (ALIGNMENT_COLUMNS if job.align else [])
         writer = _writer(output, columns)
         try:
             writer.write(frame)
@@ -266,7 +353,8 @@ def _deliver(collected: dict, query_set, target_set, all_vs_all: bool, job: Scre
     scores = collected["scores"]
     if output is None:
         return scores
-    writer = _writer(output, ["query", "target", "score"])
+    minus = collected.get("minus")
+    writer = _writer(output, ["query", "target", "score", *strand_columns])
     query_names = np.asarray(query_set.names, dtype=object)
     target_names = np.asarray(target_set.names, dtype=object)
     try:
@@ -274,12 +362,17 @@ def _deliver(collected: dict, query_set, target_set, all_vs_all: bool, job: Scre
             rows_per_block = max(1, 1_000_000 // max(1, len(target_set)))
             for a in range(0, len(query_set), rows_per_block):
                 block = scores[a:a + rows_per_block]
-                writer.write(pd.DataFrame({
-                    "query": np.repeat(query_names[a:a + rows_per_block], len(target_set)),
-                    "target": np.tile(target_names, block.shape[0]),
-                    "score": block.reshape(-1)}))
+                rows = {"query": np.repeat(query_names[a:a + rows_per_block], len(target_set)),
+                        "target": np.tile(target_names, block.shape[0]),
+                        "score": block.reshape(-1)}
+                if strand_columns:
+                    rows["strand"] = _strand_column(minus[a:a + rows_per_block].reshape(-1))
+                writer.write(pd.DataFrame(rows))
         else:
-            writer.write(pd.DataFrame({"query": query_names, "target": target_names, "score": scores}))
+            rows = {"query": query_names, "target": target_names, "score": scores}
+            if strand_columns:
+                rows["strand"] = _strand_column(minus)
+            writer.write(pd.DataFrame(rows))
     except BaseException:
         writer.abort()
         raise
