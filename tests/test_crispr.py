@@ -319,3 +319,18 @@ def test_array_scores_equal_the_per_site_definitions():
     np.testing.assert_allclose(got_cfd, expected_cfd, equal_nan=True)
     np.testing.assert_allclose(got_mit, expected_mit, equal_nan=True)
     assert np.isnan(expected_cfd).any() and (expected_cfd > 0).any() and (expected_mit < 100).any()
+
+
+def test_cas_offinder_input_with_a_folder_of_fasta_files(client, tmp_path):
+    rng = random.Random(21)
+    records, guides = random_case(rng, "ACGT", 7, guides=2)
+    folder = tmp_path / "genome"
+    folder.mkdir()
+    write_fasta(folder / "b_second.fa", records[1:])
+    write_fasta(folder / "a_first.fasta", records[:1])
+    (folder / "notes.txt").write_text("not a FASTA file\n")
+    spec = tmp_path / "in.txt"
+    spec.write_text(f"{folder}\nNNNNNNNNGG\n" + "".join(f"{g}NNN 2 {name}\n" for name, g in guides))
+    got = seqsift.crispr(None, cas_offinder=str(spec), client=client, backend="cpu")
+    assert as_rows(got) == oracle_sites(records, guides, "NGG", 2)
+    assert list(dict.fromkeys(got["record"])) == [name for name, _ in records if name in set(got["record"])]
