@@ -1,17 +1,32 @@
-"""End to end on the GPU (issue 3): FASTA file to written hits through a dask-cuda cluster.
+"""From a FASTA file to written hits, stage by stage, beside the kernel alone and sassy-rs (issue 17).
 
-    SEQSIFT_TEST_DATA=... python benchmarks/bench_end_to_end.py [--gbp 1.0] [--out benchmarks/results]
+    python benchmarks/bench_end_to_end.py --genome-dir /tmp/e2e --gbp 3.1            # the H100 run
+    python benchmarks/bench_end_to_end.py --genome-dir /tmp/e2e --gbp 0.02 --backend cpu   # a small CPU run
 
-Two jobs, 1,000 20-nt guides, k = 4, both strands, TSV output:
-* E. coli 536 (the shared data's gzip FASTA, decompressed once into the cache);
-* a random FASTA of ``--gbp`` Gbp written to local disk.
-For each: the wall time of ``seqsift.search`` on an already started
-LocalCUDACluster (one worker per GPU), and where it goes, measured
-separately on the same data: building the index, reading and encoding the
-whole reference (``Reference.read`` with the text-code table), the kernel alone on
-the encoded text (``find_ends`` with the text on the device), and the rest
-(transfer, scheduling, merge, sort, write). Cluster start-up is reported on
-its own. Writes ``end_to_end_gpu.json``.
+Writes a random genome into ``--genome-dir`` (``--records`` records, 60-column
+lines, uniform ACGT, and its plain-gzip copy; reused while the size asks for
+the same), then runs the issue's jobs, each through the CLI in a fresh process
+as a user would, with seqsift's stage timers on (``SEQSIFT_STAGE_TIMES=1``,
+``seqsift.engine.stages``):
+
+=========================== =====================================================================
+e2e-edit-312x23-cold        312 x 23-nt guides, edit k = 3, both strands, best + CIGAR, to Parquet;
+                            no .fai, empty seqsift cache
+e2e-edit-312x23-warm        the same job again (index and caches as the first run left them)
+e2e-hamming-1000x20-warm    1,000 x 20-nt guides, Hamming k = 4, both strands, to Parquet
+e2e-api-second-call         the edit job from Python, second call on one long-lived client, to a DataFrame
+e2e-edit-312x23-gz-cold     the edit job on genome.fa.gz (plain gzip), empty cache
+sassy-rs-312x23             sassy-rs 0.3 (CPU SIMD, every core), the same guides at k = 3, both strands,
+                            on the first records (``--sassy-fraction``), scaled to the genome
+=========================== =====================================================================
+
+Beside each seqsift job: ``kernel_s``, the job's kernel alone (``find_ends``
+over each record's codes, on the device for CUDA, in the same run), and the
+stage seconds (open/index, read, transfer, encode, kernel, merge,
+locate/align, write; worker stages are summed over task threads). Also the
+time to decompress the gzip file with the fastest decompressor importable
+here. Writes ``end_to_end_gpu.json`` (``end_to_end_cpu.json`` with
+``--backend cpu``) and a stacked-bar PNG of the stages into ``--out``.
 """
 from __future__ import annotations
 
@@ -19,118 +34,432 @@ import argparse
 import datetime
 import json
 import os
+import shutil
+import subprocess
+import sys
 import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-
-def guides_from(genome_codes: np.ndarray, count: int, rng) -> list[tuple[str, str]]:
-    letters = np.array(list("ACGTN"))
-    starts = rng.integers(0, len(genome_codes) - 20, count)
-    return [(f"g{i}", "".join(letters[genome_codes[s:s + 20]]).replace("N", "A")) for i, s in enumerate(starts)]
+HERE = Path(__file__).resolve().parent
+LINE = 60
+STAGES = ("open", "read", "transfer", "encode", "kernel", "merge", "locate", "write")
 
 
-def measure(path: str, client, guides, label: str, out_dir: Path) -> dict:
-    import cupy
+# -- the genome ---------------------------------------------------------------------
 
-    import seqsift
-    from seqsift.alphabet import TEXT_CODE_TABLE
-    from seqsift.kernels import find_ends
+def write_genome(folder: Path, bases: int, records: int, seed: int = 17) -> tuple[Path, Path]:
+    """genome.fa (``records`` records of about equal length, 60-column lines) and genome.fa.gz.
+
+    NumPy makes each 60 MB block (random bytes -> ACGT, a newline column);
+    the gzip copy is made of independently compressed members, one per
+    block, compressed on every core (a valid plain-gzip file, as ``gzip -c a
+    b`` makes). Both are kept while ``genome.json`` says the same size.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    fasta, gz, stamp = folder / "genome.fa", folder / "genome.fa.gz", folder / "genome.json"
+    wanted = {"bases": bases, "records": records, "seed": seed, "line": LINE}
+    if fasta.exists() and gz.exists() and stamp.exists() and json.loads(stamp.read_text()).get("made") == wanted:
+        return fasta, gz
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"ACGT", np.uint8)
+    lengths = np.full(records, bases // records, np.int64)
+    lengths[: bases % records] += 1
+    block_lines = 1_000_000  # 60 Mbp per block
+    pool = ThreadPoolExecutor(os.cpu_count() or 1)
+    starts = []   # byte offset of each record's first base
+    with open(fasta, "wb") as plain, open(gz, "wb") as packed:
+        pending = []
+
+        def emit(data: bytes) -> None:
+            plain.write(data)
+            pending.append(pool.submit(_gzip_member, data))
+            while len(pending) > 2 * (os.cpu_count() or 1):
+                packed.write(pending.pop(0).result())
+
+        for r, length in enumerate(lengths):
+            emit(f">chr{r + 1} random {length} bp\n".encode())
+            starts.append(plain.tell())
+            for first in range(0, int(length), block_lines * LINE):
+                size = min(block_lines * LINE, int(length) - first)
+                seq = letters[np.frombuffer(rng.bytes(size), np.uint8) & 3]
+                full = size // LINE * LINE
+                body = np.empty((full // LINE, LINE + 1), np.uint8)
+                body[:, :LINE] = seq[:full].reshape(-1, LINE)
+                body[:, LINE] = ord("\n")
+                tail = seq[full:].tobytes() + b"\n" if size > full else b""
+                emit(body.tobytes() + tail)
+        for future in pending:
+            packed.write(future.result())
+    pool.shutdown()
+    stamp.write_text(json.dumps({"made": wanted, "lengths": lengths.tolist(), "starts": starts}))
+    return fasta, gz
+
+
+def _gzip_member(data: bytes) -> bytes:
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)  # wbits 31: a gzip member
+    return compressor.compress(data) + compressor.flush()
+
+
+def read_codes(fasta: Path, max_bases: int | None = None) -> list[np.ndarray]:
+    """Each record's text codes (or the first records' up to ``max_bases``), by the layout
+    ``write_genome`` wrote: no index is built, so the cold jobs stay cold."""
+    from seqsift.alphabet import TEXT_CODE_ARRAY
+
+    layout = json.loads((fasta.parent / "genome.json").read_text())
+    whole = np.memmap(fasta, np.uint8, mode="r")
+    codes, total = [], 0
+    for start, length in zip(layout["starts"], layout["lengths"]):
+        if max_bases is not None and total >= max_bases:
+            break
+        full = length // LINE
+        lines = whole[start:start + full * (LINE + 1)].reshape(full, LINE + 1)[:, :LINE]
+        tail = whole[start + full * (LINE + 1):start + full * (LINE + 1) + length % LINE]
+        codes.append(TEXT_CODE_ARRAY[np.concatenate([lines.reshape(-1), tail])])
+        total += length
+    return codes
+
+
+def sample_guides(codes: list[np.ndarray], count: int, length: int, seed: int) -> list[str]:
+    """``count`` guides copied from random places of the genome (each has a hit)."""
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"ACGTA", np.uint8)  # an N (code 4) would become A
+    guides = []
+    for _ in range(count):
+        record = codes[int(rng.integers(len(codes)))]
+        start = int(rng.integers(0, len(record) - length))
+        guides.append(letters[record[start:start + length]].tobytes().decode())
+    return guides
+
+
+# -- running a job ----------------------------------------------------------------
+
+def run_cli(argv: list[str], env: dict) -> dict:
+    """One CLI run in a fresh process (this script's ``--as-cli`` harness): wall and stage seconds."""
+    stages_file = Path(env["SEQSIFT_BENCH_STAGES"])
+    stages_file.unlink(missing_ok=True)
+    launched = time.time()
+    began = time.perf_counter()
+    result = subprocess.run([sys.executable, __file__, "--as-cli", *argv], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - began
+    ended = time.time()
+    if result.returncode != 0:
+        raise SystemExit(f"seqsift {' '.join(argv)} failed:\n{result.stderr[-3000:]}")
+    child = json.loads(stages_file.read_text())
+    # Interpreter start + imports before the CLI's main, and what follows it (teardown, exit).
+    return {"wall_s": wall, "stages": child["stages"], "cli_main_s": child["cli_main_s"],
+            "startup_s": child["main_began"] - launched, "exit_s": ended - child["main_ended"]}
+
+
+def as_cli(argv: list[str]) -> int:
+    """The child side of :func:`run_cli`: seqsift's CLI with the stage timers and a merge timer."""
+    os.environ["SEQSIFT_STAGE_TIMES"] = "1"  # before seqsift is imported: workers inherit it
+    from seqsift import cli
+    from seqsift.engine import run, stages
+
+    _time_merge(run.OrderedMerger, stages)
+    main_began = time.time()
+    began = time.perf_counter()
+    code = cli.main(argv)
+    in_process = time.perf_counter() - began
+    taken = stages.take()
+    Path(os.environ["SEQSIFT_BENCH_STAGES"]).write_text(json.dumps(
+        {"stages": {s: taken.get(s, 0.0) for s in STAGES}, "cli_main_s": in_process,
+         "main_began": main_began, "main_ended": time.time()}))
+    return code
+
+
+def _time_merge(merger_class, stages) -> None:
+    """Count the client's ordered merge (merge.OrderedMerger's generators) as the ``merge`` stage."""
+    def timed(method):
+        def wrapper(self, *args):
+            generator = method(self, *args)
+            while True:
+                with stages.timed("merge"):
+                    try:
+                        item = next(generator)
+                    except StopIteration:
+                        return
+                yield item
+        return wrapper
+
+    merger_class.add_group = timed(merger_class.add_group)
+    merger_class.finish = timed(merger_class.finish)
+
+
+def kernel_alone(codes: list[np.ndarray], guides: list[str], metric: str, k: int, backend: str) -> tuple[float, str]:
+    """Seconds of the job's kernel over every record (text already encoded, on the device for CUDA)."""
+    from seqsift import kernels
     from seqsift.patterns import PatternSet
-    from seqsift.reference import open_reference
 
+    names = tuple(f"g{i}" for i in range(len(guides)))
+    batch = PatternSet(names, tuple(guides)).oriented(range(len(guides)), (0, 1))
+    algorithm, _ = kernels.choose_algorithm(metric, backend, m_max=len(guides[0]), k=k, patterns=len(guides))
+    if backend == "cuda":
+        import cupy
+
+        texts = [cupy.asarray(c) for c in codes]
+        sync = cupy.cuda.Device().synchronize
+    else:
+        texts, sync = codes, (lambda: None)
+    kernels.find_ends(algorithm, backend, texts[0][:200_000], batch, k, 0, 200_000)  # compile, allocate
+    sync()
     began = time.perf_counter()
-    reference = open_reference(path)
-    index_s = time.perf_counter() - began
-    began = time.perf_counter()
-    # As the engine's tasks read (no aligned column): decoded and encoded in one pass.
-    codes = [np.frombuffer(reference.read(i, 0, int(n), table=TEXT_CODE_TABLE), dtype=np.uint8)
-             for i, n in enumerate(reference.lengths)]
-    read_s = time.perf_counter() - began
-    batch = PatternSet(tuple(g[0] for g in guides), tuple(g[1] for g in guides)).oriented(range(len(guides)), (0, 1))
-    device_codes = [cupy.asarray(c) for c in codes]
-    for text in device_codes:  # warm-up (compilation)
-        find_ends("hamming-packed", "cuda", text[:100_000], batch, 4, 0, 100_000)
-    cupy.cuda.Device().synchronize()
-    began = time.perf_counter()
-    for text in device_codes:
-        find_ends("hamming-packed", "cuda", text, batch, 4, 0, int(text.size))
-    cupy.cuda.Device().synchronize()
-    kernel_s = time.perf_counter() - began
-    del device_codes
-    output = out_dir / f"{label}.tsv"
-    began = time.perf_counter()
-    rows = seqsift.search(path, guides, 4, client=client, output=str(output), align=False)
-    wall_s = time.perf_counter() - began
-    output.unlink()
-    bases = int(reference.lengths.sum())
-    record = dict(algorithm="hamming-packed end-to-end", workload=f"1000 guides x 20 nt, k=4, both strands, {label} ({bases:,} bp)",
-                  quantity="wall_s", value=wall_s, roof_fraction=None, paper_value=None, time_s=wall_s,
-                  rows=rows, index_s=index_s, read_encode_s=read_s, kernel_s=kernel_s,
-                  rest_s=max(0.0, wall_s - read_s - kernel_s), wall_over_kernel=wall_s / kernel_s)
-    print(f"{label}: wall {wall_s:.2f} s ({rows} rows); index {index_s:.2f} s, read+encode {read_s:.2f} s, "
-          f"kernel {kernel_s:.3f} s, rest {record['rest_s']:.2f} s; wall/kernel {wall_s / kernel_s:.1f}")
-    return record
+    for text in texts:
+        kernels.find_ends(algorithm, backend, text, batch, k, 0, int(text.size))
+    sync()
+    seconds = time.perf_counter() - began
+    del texts
+    if backend == "cuda":
+        from seqsift.kernels.cuda import release_cached_memory
+
+        release_cached_memory()
+    return seconds, algorithm
 
 
-def write_random_fasta(path: Path, bases: int, rng) -> None:
-    line = 80
-    letters = np.frombuffer(b"ACGT", dtype=np.uint8)
-    with open(path, "wb") as handle:
-        handle.write(b">random\n")
-        block = 80_000_000
-        for start in range(0, bases, block):
-            size = min(block, bases - start)
-            seq = letters[rng.integers(0, 4, size)]
-            full = size // line * line
-            body = np.concatenate([seq[:full].reshape(-1, line), np.full((full // line, 1), ord("\n"), np.uint8)],
-                                  axis=1).tobytes()
-            handle.write(body)
-            if size > full:
-                handle.write(seq[full:].tobytes() + b"\n")
+def api_second_call(fasta: Path, guides: list[str], backend: str, workers: int | None) -> dict:
+    """The edit job twice from Python on one client; stage seconds of the second call."""
+    import seqsift
+    from seqsift.cluster import connect
+    from seqsift.engine import stages
+
+    named = {f"g{i}": g for i, g in enumerate(guides)}
+    with connect(backend, workers=workers) as client:
+        client.run(stages.enable)
+        stages.enable()
+        seqsift.search(str(fasta), named, 3, metric="edit", client=client, backend=backend)
+        client.run(stages.take)
+        stages.take()
+        began = time.perf_counter()
+        rows = seqsift.search(str(fasta), named, 3, metric="edit", client=client, backend=backend)
+        wall = time.perf_counter() - began
+        taken = stages.take()
+        client.run(stages.enable, False)
+        stages.enable(False)
+    return {"wall_s": wall, "rows": len(rows), "stages": {s: taken.get(s, 0.0) for s in STAGES}}
+
+
+def fastest_decompression(gz: Path) -> dict:
+    """Seconds to decompress ``gz`` to nowhere with each decompressor found here; the fastest first."""
+    timings = {}
+    readers = {"python gzip": lambda: __import__("gzip").open(gz, "rb")}
+    try:
+        from isal import igzip_threaded
+
+        readers["python-isal (threaded)"] = lambda: igzip_threaded.open(gz, "rb", threads=4)
+    except ImportError:
+        pass
+    try:
+        from zlib_ng import gzip_ng_threaded
+
+        readers["zlib-ng (threaded)"] = lambda: gzip_ng_threaded.open(gz, "rb", threads=4)
+    except ImportError:
+        pass
+    for name, opener in readers.items():
+        began = time.perf_counter()
+        with opener() as stream:
+            while stream.read(64 << 20):
+                pass
+        timings[name] = time.perf_counter() - began
+    for tool in ("pigz", "igzip"):
+        if shutil.which(tool):
+            began = time.perf_counter()
+            subprocess.run([tool, "-dc", str(gz)], stdout=subprocess.DEVNULL, check=True)
+            timings[f"{tool} -dc"] = time.perf_counter() - began
+    best = min(timings, key=timings.get)
+    return {"fastest": best, "seconds": timings[best], "all": timings}
+
+
+def sassy_job(fasta: Path, guides: list[str], fraction: float, genome_bases: int) -> dict | None:
+    """sassy-rs on the first records (>= ``fraction`` of the genome), every core, scaled to the genome."""
+    try:
+        import sassy
+    except ImportError:
+        print("sassy-rs is not installed (pip install sassy-rs): its record is left out")
+        return None
+    codes = read_codes(fasta, max_bases=int(fraction * genome_bases))
+    letters = np.frombuffer(b"ACGTN", np.uint8)
+    texts = [letters[c].tobytes() for c in codes]
+    patterns = [g.encode() for g in guides]
+    threads = os.cpu_count() or 1
+    searcher = sassy.Searcher("iupac", rc=True)
+    searcher.search_many(patterns[:2], [texts[0][:100_000]], 3, threads, "batch_patterns")  # warm-up
+    began = time.perf_counter()
+    matches = searcher.search_many(patterns, texts, 3, threads, "batch_patterns")
+    seconds = time.perf_counter() - began
+    searched = sum(len(t) for t in texts)
+    return {"measured_s": seconds, "searched_bases": searched, "threads": threads, "matches": len(matches),
+            "wall_s": seconds * genome_bases / searched}
+
+
+# -- the report -----------------------------------------------------------------------
+
+def record(name: str, workload: str, result: dict, kernel_s: float | None, **extra) -> dict:
+    stages = result.get("stages", {})
+    out = dict(algorithm=name, workload=workload, quantity="wall_s", value=result["wall_s"], roof_fraction=None,
+               paper_value=None, time_s=result["wall_s"], kernel_s=kernel_s,
+               wall_over_kernel=(result["wall_s"] / kernel_s) if kernel_s else None, **extra)
+    out.update({f"stage_{s}_s": stages.get(s, 0.0) for s in STAGES})
+    for key in ("cli_main_s", "startup_s", "exit_s", "rows"):
+        if key in result:
+            out[key] = result[key]
+    return out
+
+
+def plot(records: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    jobs = [r for r in records if r["algorithm"].startswith("e2e-")]
+    fig, ax = plt.subplots(figsize=(12, 5))
+    labels = [r["algorithm"].removeprefix("e2e-") for r in jobs]
+    x = np.arange(len(jobs))
+    bottom = np.zeros(len(jobs))
+    colors = plt.get_cmap("tab10").colors
+    for i, stage in enumerate(STAGES):
+        values = np.array([r[f"stage_{stage}_s"] for r in jobs])
+        ax.bar(x - 0.2, values, width=0.4, bottom=bottom, label=stage, color=colors[i])
+        bottom += values
+    for label, key, color in (("process start + imports", "startup_s", "black"), ("exit", "exit_s", "tan")):
+        values = np.array([r.get(key) or 0.0 for r in jobs])
+        ax.bar(x - 0.2, values, width=0.4, bottom=bottom, label=label, color=color, alpha=0.8)
+        bottom += values
+    rest = np.array([max(0.0, r["value"] - b) for r, b in zip(jobs, bottom)])
+    ax.bar(x - 0.2, rest, width=0.4, bottom=bottom, label="other (start-up, scheduling, results)",
+           color="lightgrey")
+    ax.bar(x + 0.2, [r["kernel_s"] or 0 for r in jobs], width=0.4, color="black", alpha=0.6,
+           label="kernel alone")
+    ax.bar(x + 0.2, [r["value"] for r in jobs], width=0.4, fill=False, edgecolor="black", label="wall", zorder=3)
+    ax.set_xticks(x, labels)
+    sassy = next((r for r in records if r["algorithm"].startswith("sassy")), None)
+    top = max(max(bottom + rest), max(r["value"] for r in jobs)) * 1.15
+    if sassy:
+        if sassy["value"] <= top:
+            ax.axhline(sassy["value"], color="purple", linestyle="--", label=f"sassy-rs 312x23 ({sassy['value']:.1f} s)")
+        else:
+            ax.text(0.99, 0.97, f"sassy-rs 312x23: {sassy['value']:.1f} s (off the scale)", ha="right", va="top",
+                    transform=ax.transAxes, color="purple")
+    ax.set_ylim(0, top)
+    ax.set_ylabel("seconds (worker stages summed over task threads)")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    plt.xticks(rotation=15)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main() -> None:
-    from distributed import Client
-
-    from seqsift.cluster import local_cluster
-    from seqsift.reference import open_reference
-    from seqsift.alphabet import encode_text
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("SEQSIFT_TEST_DATA", "../shared/data")))
-    parser.add_argument("--gbp", type=float, default=1.0)
-    parser.add_argument("--scratch", type=Path, default=Path("/tmp/seqsift-e2e"))
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    if len(sys.argv) > 1 and sys.argv[1] == "--as-cli":
+        raise SystemExit(as_cli(sys.argv[2:]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--genome-dir", type=Path, required=True, help="where the genome is written (local disk)")
+    parser.add_argument("--gbp", type=float, default=3.1, help="genome size in Gbp (default 3.1)")
+    parser.add_argument("--records", type=int, default=24)
+    parser.add_argument("--backend", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--workers", type=int, help="CPU workers (--backend cpu)")
+    parser.add_argument("--sassy-fraction", type=float, default=0.1,
+                        help="share of the genome sassy-rs searches; its time is scaled to the whole")
+    parser.add_argument("--skip-gz", action="store_true", help="leave out the gzip job")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
-    args.scratch.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(5)
-    import cupy
 
-    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     began = time.perf_counter()
-    cluster = local_cluster("cuda")
-    client = Client(cluster)
-    startup_s = time.perf_counter() - began
-    print(f"LocalCUDACluster start-up: {startup_s:.1f} s, {len(client.scheduler_info()['workers'])} worker(s)")
-    records = [dict(algorithm="LocalCUDACluster start-up", workload="one worker per GPU", quantity="wall_s",
-                    value=startup_s, roof_fraction=None, paper_value=None, time_s=startup_s)]
-    ecoli = str(args.data / "ecoli536.fa.gz")
-    ecoli_codes = encode_text(open_reference(ecoli).read(0, 0, 4_938_920))
-    guides = guides_from(ecoli_codes, 1000, rng)
-    records.append(measure(ecoli, client, guides, "E. coli 536", args.scratch))
-    big = args.scratch / "random.fa"
-    began = time.perf_counter()
-    write_random_fasta(big, int(args.gbp * 1e9), rng)
-    print(f"wrote {big} in {time.perf_counter() - began:.1f} s")
-    records.append(measure(str(big), client, guides, f"{args.gbp:g} Gbp random FASTA", args.scratch))
-    client.close()
-    cluster.close()
-    result = {"device": device, "date": datetime.date.today().isoformat(),
-              "commit": os.environ.get("SEQSIFT_COMMIT", "unknown"), "records": records}
+    fasta, gz = write_genome(args.genome_dir, int(args.gbp * 1e9), args.records)
+    print(f"genome ready in {time.perf_counter() - began:.1f} s: {fasta} ({fasta.stat().st_size / 1e9:.2f} GB), "
+          f"{gz} ({gz.stat().st_size / 1e9:.2f} GB)", flush=True)
+    codes = read_codes(fasta)
+    bases = sum(len(c) for c in codes)
+    edit_guides = sample_guides(codes, 312, 23, seed=1)
+    hamming_guides = sample_guides(codes, 1000, 20, seed=2)
+    work = args.genome_dir / "run"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    for name, guides in (("edit312.fa", edit_guides), ("hamming1000.fa", hamming_guides)):
+        (work / name).write_text("".join(f">g{i}\n{g}\n" for i, g in enumerate(guides)))
+    cache = work / "cache"
+    env = dict(os.environ, SEQSIFT_CACHE=str(cache), SEQSIFT_BENCH_STAGES=str(work / "stages.json"))
+    common = ["--backend", args.backend, "--no-progress"] + (["--workers", str(args.workers)] if args.workers else [])
+    edit_job = ["-k", "3", "--metric", "edit", "-o", str(work / "edit.parquet")] + common
+    hamming_job = ["-k", "4", "-o", str(work / "hamming.parquet")] + common
+
+    # A fresh install compiles its Numba and CUDA kernels on first use (disk-cached afterwards): do
+    # that on a small genome first, so that "cold" means a genome never seen, not a fresh install.
+    primer, _ = write_genome(args.genome_dir / "primer", 2_000_000, 2)
+    primer_codes = read_codes(primer)
+    for job, count, length, seed in ((edit_job, 312, 23, 1), (hamming_job, 1000, 20, 2)):
+        guides_file = work / f"primer-{count}x{length}.fa"
+        guides_file.write_text("".join(f">g{i}\n{g}\n" for i, g in enumerate(
+            sample_guides(primer_codes, count, length, seed))))
+        run_cli(["search", str(primer), str(guides_file), *job], env)
+
+    kernel_edit, edit_algorithm = kernel_alone(codes, edit_guides, "edit", 3, args.backend)
+    kernel_hamming, hamming_algorithm = kernel_alone(codes, hamming_guides, "hamming", 4, args.backend)
+    del codes
+    print(f"kernel alone: edit ({edit_algorithm}) {kernel_edit:.2f} s, hamming ({hamming_algorithm}) "
+          f"{kernel_hamming:.2f} s", flush=True)
+
+    def fresh() -> None:
+        """No index beside the FASTA, no seqsift cache: a first run."""
+        shutil.rmtree(cache, ignore_errors=True)
+        for index in args.genome_dir.glob("genome.fa*.fai"):
+            index.unlink()
+        for index in args.genome_dir.glob("genome.fa*.gzi"):
+            index.unlink()
+        for extra in args.genome_dir.glob("genome.fa.*cache*"):   # a binary genome cache beside the file
+            shutil.rmtree(extra) if extra.is_dir() else extra.unlink()
+
+    size = f"{bases / 1e9:.2f} Gbp, {args.records} records"
+    edit_workload = f"312 x 23 nt, edit k=3, both strands, best + CIGAR, Parquet; {size}"
+    records = []
+    jobs = [("e2e-edit-312x23-cold", fasta, edit_job, "edit312.fa", True, kernel_edit, edit_workload),
+            ("e2e-edit-312x23-warm", fasta, edit_job, "edit312.fa", False, kernel_edit, edit_workload),
+            ("e2e-hamming-1000x20-warm", fasta, hamming_job, "hamming1000.fa", False, kernel_hamming,
+             f"1,000 x 20 nt, Hamming k=4, both strands, best + CIGAR, Parquet; {size}")]
+    if not args.skip_gz:
+        jobs.append(("e2e-edit-312x23-gz-cold", gz, edit_job, "edit312.fa", True, kernel_edit,
+                     f"{edit_workload}; plain gzip FASTA"))
+    for name, reference, job, guides_file, cold, kernel_s, workload in jobs:
+        if cold:
+            fresh()
+        result = run_cli(["search", str(reference), str(work / guides_file), *job], env)
+        extra = {"algorithm_used": edit_algorithm if "edit" in name else hamming_algorithm}
+        if name.endswith("gz-cold"):
+            extra["decompress"] = fastest_decompression(gz)
+        records.append(record(name, workload, result, kernel_s, **extra))
+        print(f"{name}: {result['wall_s']:.2f} s; " + ", ".join(f"{s} {result['stages'][s]:.2f}" for s in STAGES),
+              flush=True)
+    os.environ["SEQSIFT_CACHE"] = str(cache)
+    api = api_second_call(fasta, edit_guides, args.backend, args.workers)
+    records.append(record("e2e-api-second-call", f"{edit_workload}; Python API, DataFrame, one client",
+                          api, kernel_edit, algorithm_used=edit_algorithm))
+    print(f"e2e-api-second-call: {api['wall_s']:.2f} s", flush=True)
+    sassy = sassy_job(fasta, edit_guides, args.sassy_fraction, bases)
+    if sassy is not None:
+        records.append(dict(algorithm="sassy-rs-312x23", workload=f"312 x 23 nt, k=3, both strands; {size} "
+                            f"(searched {sassy['searched_bases']:,} bp, scaled)", quantity="wall_s",
+                            value=sassy["wall_s"], roof_fraction=None, paper_value=None, time_s=sassy["wall_s"],
+                            **{k: v for k, v in sassy.items() if k != "wall_s"}))
+        print(f"sassy-rs: {sassy['measured_s']:.2f} s on {sassy['searched_bases']:,} bp -> "
+              f"{sassy['wall_s']:.2f} s scaled", flush=True)
+    device = "CPU"
+    if args.backend == "cuda":
+        import cupy
+
+        device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    from seqsift.bench import source_commit
+
+    result = {"device": device, "cpu_cores": os.cpu_count(), "date": datetime.date.today().isoformat(),
+              "commit": source_commit(), "genome_bases": bases, "records": records}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "end_to_end_gpu.json").write_text(json.dumps(result, indent=1) + "\n")
+    stem = "end_to_end_gpu" if args.backend == "cuda" else "end_to_end_cpu"
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(records, args.out / f"{stem}.png", f"seqsift end to end on {device}, {size}")
+    print(f"wrote {args.out / (stem + '.json')} and .png")
 
 
 if __name__ == "__main__":

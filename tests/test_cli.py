@@ -47,7 +47,7 @@ def test_search_to_stdout_with_pattern_file(ref, tmp_path):
     result = run_cli("search", ref, patterns, "-k", "0", "--workers", "1", "--strand", "+", "--no-align")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "#record\tstart\tend\tpattern\tdistance\tstrand"
+    assert lines[0] == "record\tstart\tend\tpattern\tdistance\tstrand"
     records = [("chrA", GENOME), ("chrB", "GGATCCATGTTTTT")]
     expected = expected_rows(records, [("site1", "GGATCCATG"), ("site2", "TTTGGGAAA")], 0, "hamming", strands="+")
     assert len(expected) == 4

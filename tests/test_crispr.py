@@ -205,7 +205,7 @@ def test_summary_counts_and_specificity(client, tmp_path):
                            output=str(out), summary=str(summary))
     table = pd.read_csv(summary, sep="\t")
     assert count == 2
-    assert list(table.columns[:5]) == ["#guide", "sequence", "mm0", "mm1", "mm2"]
+    assert list(table.columns[:5]) == ["guide", "sequence", "mm0", "mm1", "mm2"]
     row = table.iloc[0]
     assert (row["mm0"], row["mm1"], row["mm2"]) == (1, 1, 0)
     off_mit = mit_score(GUIDE, GUIDE[:19] + "A")

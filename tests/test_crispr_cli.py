@@ -37,8 +37,8 @@ def test_tsv_output_has_the_columns_and_the_oracle_rows(files, tmp_path):
     result = seqsift_crispr(reference, guides, "--pam", "NGG", "-k", "3", "-o", out, "--workers", "1")
     assert result.returncode == 0, result.stderr
     header = out.read_text().splitlines()[0]
-    assert header == "#guide\trecord\tstart\tend\tstrand\tmismatches\tbulge_type\tbulge_size\tguide_aligned\tsite\tcfd\tmit"
-    table = pd.read_csv(out, sep="\t").rename(columns={"#guide": "guide"})
+    assert header == "guide\trecord\tstart\tend\tstrand\tmismatches\tbulge_type\tbulge_size\tguide_aligned\tsite\tcfd\tmit"
+    table = pd.read_csv(out, sep="\t")
     got = sorted(tuple(r) for r in table[["guide", "record", "start", "end", "strand", "mismatches", "bulge_type",
                                           "bulge_size", "guide_aligned", "site"]].itertuples(index=False, name=None))
     records = [("chrA", GENOME), ("chrB", GENOME[::-1])]
@@ -80,10 +80,10 @@ def test_summary_and_bulges_from_the_command_line(files, tmp_path):
                             "--summary", summary, "-o", tmp_path / "s.tsv", "--workers", "1")
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(summary, sep="\t")
-    assert list(table.columns) == ["#guide", "sequence", "mm0", "mm1", "mm2", "dna1_mm0", "dna1_mm1", "dna1_mm2",
+    assert list(table.columns) == ["guide", "sequence", "mm0", "mm1", "mm2", "dna1_mm0", "dna1_mm1", "dna1_mm2",
                                    "rna1_mm0", "rna1_mm1", "rna1_mm2", "mit_specificity", "cfd_specificity"]
-    sites = pd.read_csv(tmp_path / "s.tsv", sep="\t").rename(columns={"#guide": "guide"})
-    g1 = table[table["#guide"] == "g1"].iloc[0]
+    sites = pd.read_csv(tmp_path / "s.tsv", sep="\t")
+    g1 = table[table["guide"] == "g1"].iloc[0]
     for kind, prefix in (("none", ""), ("DNA", "dna1_"), ("RNA", "rna1_")):
         for m in range(3):
             count = ((sites["guide"] == "g1") & (sites["bulge_type"] == kind) & (sites["mismatches"] == m)).sum()
@@ -172,7 +172,7 @@ def test_cas_offinder_3_lines_with_bulges(files, tmp_path):
         result = seqsift_crispr(reference, guides, "-k", "2", "--dna-bulge", "1", "--rna-bulge", "1", "--workers", "1",
                                 *extra)
         assert result.returncode == 0, result.stderr
-    sites = pd.read_csv(tsv, sep="\t").rename(columns={"#guide": "guide"})
+    sites = pd.read_csv(tsv, sep="\t")
     lines = result.stdout.splitlines()
     assert lines[0] == "#Id\tBulge Type\tcrRNA\tDNA\tChromosome\tLocation\tDirection\tMismatches\tBulge Size"
     expected = [f"{g}\t{'X' if t == 'none' else t}\t{a}\t{s}\t{r}\t{start}\t{strand}\t{m}\t{b}"

@@ -131,7 +131,7 @@ def test_strand_choice_and_output_files_agree(tmp_path, client):
         assert count == len(both)
         if suffix == "tsv":
             back = pd.read_csv(path, sep="\t")
-            assert list(back.columns)[0] == "#record"
+            assert list(back.columns)[0] == "record"
             assert back["start"].tolist() == both["start"].tolist()
         elif suffix == "bed":
             back = pd.read_csv(path, sep="\t", header=None)
@@ -155,7 +155,7 @@ def test_no_hit_gives_valid_empty_outputs(tmp_path, client):
     for name in ("empty.parquet", "empty.tsv"):
         assert seqsift.search(reference, ["GGGGGGGGGGGGGGGGGGGG"], 0, client=client, output=tmp_path / name) == 0
     assert list(pd.read_parquet(tmp_path / "empty.parquet").columns) == list(frame.columns)
-    assert (tmp_path / "empty.tsv").read_text().startswith("#record\tstart")
+    assert (tmp_path / "empty.tsv").read_text().startswith("record\tstart")
 
 
 class _VirtualReference:

@@ -119,13 +119,13 @@ def test_interrupted_job_resumes(genome, fresh_client, tmp_path):
     assert not out.exists(), "a failed job must leave no output file"
     wait_until_idle(fresh_client)  # retries of the failed run may still be running
     store = tmp_path / ".resumed.tsv.seqsift-tasks"
-    saved = list(store.glob("task-*.pkl"))
+    saved = list(store.glob("task-*.arrow"))
     assert saved, "the first run saved no finished task"
 
     # A resume with other parameters is refused, and keeps the saved tasks.
     with pytest.raises(InputError, match="cannot resume"):
         seqsift.search(reference, guides, 1, metric="edit", client=fresh_client, output=out, resume=True)
-    assert len(list(store.glob("task-*.pkl"))) == len(saved)
+    assert len(list(store.glob("task-*.arrow"))) == len(saved)
 
     log = tmp_path / "second.log"
     fresh_client.run(fault_injection.count_calls, str(log))

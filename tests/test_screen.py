@@ -612,7 +612,7 @@ def test_screen_writes_tsv_and_parquet(pair_files, client, tmp_path):
     count = screen(str(pair_files["fq"]), str(pair_files["fa"]), threshold=60, output=str(out), client=client,
                    backend="cpu")
     table = pd.read_csv(out, sep="\t")
-    assert list(table.columns) == ["#query", "target", "score", "query_start", "query_end", "target_start",
+    assert list(table.columns) == ["query", "target", "score", "query_start", "query_end", "target_start",
                                    "target_end", "cigar"]
     assert len(table) == count and (table["score"] >= 60).all()
     every = tmp_path / "all.parquet"
@@ -724,7 +724,7 @@ def test_cli_threshold_tsv_and_every_score(pair_files, tmp_path):
     scoring = sw.Scoring()
     expected = [(q[0], t[0], parasail_score(q[1], t[1], scoring))
                 for q, t in zip(pair_files["queries"], pair_files["targets"])]
-    assert table[["#query", "target", "score"]].values.tolist() == [list(e) for e in expected if e[2] >= 50]
+    assert table[["query", "target", "score"]].values.tolist() == [list(e) for e in expected if e[2] >= 50]
 
 
 
@@ -736,7 +736,7 @@ def test_cli_all_vs_all_to_stdout(pair_files, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     lines = captured.out.splitlines()
-    assert lines[0] == "#query\ttarget\tscore" and len(lines) == 1 + 90 * 90
+    assert lines[0] == "query\ttarget\tscore" and len(lines) == 1 + 90 * 90
     first = lines[1].split("\t")
     assert first[:2] == ["read0", "win0"]
     assert int(first[2]) == parasail_score(pair_files["queries"][0][1], pair_files["targets"][0][1],

@@ -54,6 +54,10 @@ TEXT_CODE_TABLE = _TEXT_CODES.tobytes()
 encodes and drops line breaks in one pass, several times faster than NumPy indexing."""
 
 
+TEXT_CODE_ARRAY = _TEXT_CODES
+"""The same mapping as a uint8 array of 256 codes (read-only use): for kernels that encode as they read."""
+
+
 def encode_text(sequence: bytes | str | np.ndarray) -> np.ndarray:
     """Reference bases -> text codes (uint8, one per base)."""
     if isinstance(sequence, str):

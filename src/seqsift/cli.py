@@ -13,7 +13,7 @@ from importlib import resources
 
 from . import __version__, kernels
 from .argtypes import positive_int
-from .engine import search
+from .engine import note, search
 from .engine.job import MODES
 from .errors import InputError
 from .patterns import STRAND_CHOICES
@@ -22,7 +22,6 @@ from .screen_cli import add_screen_parser
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
-_SEQUENCES_ARGUMENT = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*$")
 
 
 def _gpu_list(text: str) -> list[int]:
@@ -84,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-align", action="store_true", help="leave out the aligned text and CIGAR columns")
     s.add_argument("--resume", action="store_true",
                    help="continue an interrupted job from the tasks it saved beside the -o file")
+    s.add_argument("--wait-for-lock", action="store_true",
+                   help="if another job is writing the same -o file, wait for it (default: stop with an error)")
     _add_run_options(s)
 
     d = commands.add_parser("demo", help="search the bundled lambda phage genome for CRISPR guides",
@@ -118,21 +119,11 @@ def cmd_bench(args) -> int:
 
 
 def _patterns_argument(args) -> object:
-    """Patterns from the positional argument and/or ``--pattern``."""
-    from pathlib import Path
+    """Patterns from the positional argument and/or ``--pattern`` (a file path or a PatternSet)."""
+    from .pattern_input import patterns_from_arguments
 
-    from .pattern_input import patterns_from_cli
-
-    if args.patterns is None and not args.pattern:
-        raise InputError("no patterns: give a PATTERNS file or sequences, or --pattern SEQ")
-    on_command_line = list(args.pattern)
-    if args.patterns is not None:
-        if Path(args.patterns).exists() or not _SEQUENCES_ARGUMENT.match(args.patterns):
-            if on_command_line:
-                raise InputError("give patterns either as a file or on the command line, not both")
-            return args.patterns
-        on_command_line += args.patterns.split(",")
-    return patterns_from_cli(on_command_line, alphabet=getattr(args, "alphabet", "dna"))
+    return patterns_from_arguments(args.patterns, args.pattern, alphabet=getattr(args, "alphabet", "dna"),
+                                   note=note)
 
 
 def _run_options(args) -> dict:
@@ -145,7 +136,7 @@ def _run_options(args) -> dict:
 def cmd_search(args) -> int:
     search(args.reference, _patterns_argument(args), args.k, metric=args.metric, strand=args.strand,
            mode=args.mode, output=args.output or "-", align=not args.no_align, resume=args.resume,
-           alphabet=args.alphabet, **_run_options(args))
+           alphabet=args.alphabet, wait_for_lock=args.wait_for_lock, **_run_options(args))
     return 0
 
 

@@ -48,7 +48,7 @@ from .alphabet import IUPAC_MASKS, invalid_pattern_letters
 from .errors import InputError, quote, reading
 from .patterns import PatternSet
 
-__all__ = ["read_patterns", "patterns_from_cli", "validate_patterns_for_job"]
+__all__ = ["read_patterns", "patterns_from_cli", "patterns_from_arguments", "validate_patterns_for_job"]
 
 ALPHABETS = ("dna", "bytes")
 
@@ -56,6 +56,7 @@ _IUPAC = re.compile("[" + "".join(IUPAC_MASKS) + "]+")      # upper-case IUPAC l
 _PRINTABLE_ASCII = re.compile(r"[\x20-\x7e]+")
 _LOOKS_LIKE_SEQUENCES = re.compile(r"[A-Za-z]+(,[A-Za-z]+)*")
 _LETTER_NAMES = {" ": "space", "\t": "tab"}
+_PLAIN_BASES = re.compile("[ACGTUN]+")
 
 
 # --------------------------------------------------------------------------
@@ -152,6 +153,39 @@ def patterns_from_cli(values: list[str], *, alphabet: str = "dna") -> PatternSet
     for i, value in enumerate(values, start=1):
         collector.add(f"cli_{i}", value, f"command-line pattern {i} ({quote(value)})")
     return collector.result("no patterns given on the command line")
+
+
+def patterns_from_arguments(argument: str | None, sequences: list[str], *, alphabet: str = "dna",
+                            note=lambda message: None):
+    """The command line's PATTERNS argument and ``-p`` sequences -> a pattern file path or a PatternSet.
+
+    ``argument`` is a file if one by that name exists. Otherwise it is
+    comma-separated sequences when every item is one (IUPAC codes for DNA;
+    letters for bytes), else it names a file that does not exist. A
+    sequence that might have been meant as a file name (DNA with letters other
+    than A, C, G, T, U, N: ``cards``) is searched, and ``note`` says so.
+    """
+    if argument is None and not sequences:
+        raise InputError("no patterns: give a PATTERNS file or sequences, or --pattern SEQ")
+    on_command_line = list(sequences)
+    if argument is not None:
+        if Path(os.path.expanduser(argument)).exists():
+            if on_command_line:
+                raise InputError("give patterns either as a file or on the command line, not both")
+            return argument
+        items = argument.split(",")
+        if alphabet == "dna":
+            is_sequences = all(_IUPAC.fullmatch(item.upper()) for item in items)
+        else:
+            is_sequences = bool(_LOOKS_LIKE_SEQUENCES.fullmatch(argument))
+        if not is_sequences:
+            raise InputError(f"{argument}: no such file (and not "
+                             f"{'a sequence of IUPAC nucleotide codes' if alphabet == 'dna' else 'a sequence'})")
+        if alphabet == "dna" and not all(_PLAIN_BASES.fullmatch(item.upper()) for item in items):
+            note(f"{argument}: no file by that name, so it is searched as a sequence "
+                 f"({','.join(item.upper() for item in items)})")
+        on_command_line += items
+    return patterns_from_cli(on_command_line, alphabet=alphabet)
 
 
 def validate_patterns_for_job(patterns: PatternSet, k: int, reference_lengths, source_name: str,

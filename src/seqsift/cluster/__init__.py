@@ -4,7 +4,14 @@ This package starts and connects clusters and knows nothing of kernels or
 search jobs (DESIGN.md, "cluster").
 
 * GPUs visible and ``backend="cuda"``: a ``dask_cuda.LocalCUDACluster`` with
-  one worker per GPU (``gpus`` picks which), two task threads each.
+  one worker per GPU (``gpus`` picks which), two task threads each. When the
+  job's one GPU is the only one visible, :func:`connect` runs that worker in
+  this process instead (:func:`in_process_gpu_cluster`): measured on CPU, a
+  worker process costs 1.3 s to start, 0.8 s to stop and its first task
+  loads seqsift again (2.6 s per job in all), the in-process worker 0.08 s
+  (benchmarks/README.md, "The local cluster"). The worker's chunk cache then
+  lives in this process, so a second search from Python finds the genome
+  still on the GPU. ``SEQSIFT_GPU_WORKER_PROCESS=1`` restores the process.
 * otherwise a ``distributed.LocalCluster`` of CPU worker processes, one thread
   each; the cores are shared among the workers' Numba thread pools
   (``SEQSIFT_NUMBA_THREADS`` in each worker's environment, applied by the
@@ -59,7 +66,10 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
         finally:
             client.close()
         return
-    cluster = local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
+    if backend == "cuda" and gpu_worker_in_process(gpus):
+        cluster = in_process_gpu_cluster(dashboard=dashboard)
+    else:
+        cluster = local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
     try:
         with Client(cluster) as client:
             yield client
@@ -89,6 +99,27 @@ def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[in
     return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                         dashboard_address=dashboard_address, silence_logs=logging.ERROR,
                         env={NUMBA_THREADS_VARIABLE: str(numba_threads_per_worker)})
+
+
+def gpu_worker_in_process(gpus: Sequence[int] | None) -> bool:
+    """Whether a local CUDA job's worker runs in this process: one GPU visible, none picked."""
+    if os.environ.get("SEQSIFT_GPU_WORKER_PROCESS") == "1" or gpus:
+        return False
+    return count_gpus() == 1
+
+
+def in_process_gpu_cluster(*, dashboard: bool = False) -> LocalCluster:
+    """One worker with two task threads in this process, for this process's one GPU.
+
+    No worker process to start, no connection to open: the scheduler and the
+    worker talk in memory (``inproc://``), nothing listens on the network
+    unless the dashboard is asked for (on 127.0.0.1). A worker that dies here
+    takes the client with it, so there is no Dask retry on a lost worker: on
+    one GPU there was no other worker to retry on.
+    """
+    return LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                        dashboard_address=DASHBOARD_ADDRESS if dashboard else None,
+                        silence_logs=logging.ERROR)
 
 
 def worker_count(client: Client) -> int:

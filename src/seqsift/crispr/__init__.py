@@ -12,7 +12,6 @@ engine's, used through their public functions.
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -258,11 +257,11 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
             future = client.submit(run_crispr_task, job_on_workers, group, guide_range, pure=False, retries=2,
                                    key=f"seqsift-crispr-{group.index}-{batch_index}-{os.urandom(4).hex()}")
             futures[future] = (group.index, batch_index)
-    bar = None
-    if progress and futures:
-        from tqdm import tqdm
+    from ..progress import open_progress
 
-        bar = tqdm(total=len(futures), unit="task", desc="crispr", file=sys.stderr, delay=2.0, leave=False)
+    # Progress in bases: each task covers its group's bases over the guide batches.
+    bar = open_progress(progress, total=sum(g.bases for g in groups), unit="bp", label="crispr",
+                        already_done=sum(groups[g].bases for g, _ in saved) / len(guide_ranges))
     pending = None
     next_group = 0
 
@@ -303,16 +302,17 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
                 store.save((group_index, batch_index), rows)
             parts[group_index].append(rows)
             remaining[group_index] -= 1
-            if bar is not None:
-                bar.update(1)
+            bar.advance(groups[group_index].bases / len(guide_ranges))
             drain()
         if pending is not None:
             emit(pending)
+    except BaseException:
+        bar.close(ok=False)
+        raise
     finally:
         for future in futures:
             future.cancel()
-        if bar is not None:
-            bar.close()
+    bar.close()
 
 
 __all__ = ["crispr", "run_crispr_job"]

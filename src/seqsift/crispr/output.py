@@ -1,6 +1,6 @@
 """Writing CRISPR sites: TSV / BED6 / Parquet (engine.output.TableWriter), Cas-OFFinder's format, the summary.
 
-Columns (TSV has a ``#`` header line)::
+Columns (TSV has a header line of the column names)::
 
     guide record start end strand mismatches bulge_type bulge_size guide_aligned site cfd mit
 
@@ -226,7 +226,7 @@ class Summary:
         fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.resolve().parent)
         try:
             with os.fdopen(fd, "w") as handle:
-                handle.write("#" + "\t".join(frame.columns) + "\n")
+                handle.write("\t".join(frame.columns) + "\n")  # a plain header line, as the site TSV
                 frame.to_csv(handle, sep="\t", header=False, index=False, na_rep="")
             os.replace(temp, target)
         except BaseException:

@@ -67,11 +67,13 @@ def run_crispr_task(job: CrisprJob, group: ChunkGroup, guide_range: range) -> pd
     """Rows of ``guide_range`` in the chunks of ``group``, sorted by (record, start, end, guide, strand)."""
     rows = job.rows(guide_range)
     frames = []
+    on_device = job.backend == "cuda"
     for chunk in group.chunks:
-        raw, text = read_chunk(job.reference, chunk, need_raw=True)
+        window = read_chunk(job.reference, chunk, need_raw=True, on_device=on_device)
+        text = window.device if on_device else window.codes
         hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi)
         if len(hits):
-            frames.append(_rows_for_chunk(job, rows, chunk, raw, hits.sorted()))
+            frames.append(_rows_for_chunk(job, rows, chunk, window.raw, hits.sorted()))
     if not frames:
         return empty_rows()
     return sort_rows(pd.concat(frames, ignore_index=True))
@@ -85,7 +87,8 @@ def empty_rows() -> pd.DataFrame:
     return pd.DataFrame({name: np.empty(0, dtype=dtype) for name, dtype in ROW_DTYPES.items()})
 
 
-def _rows_for_chunk(job: CrisprJob, rows, chunk, raw: bytes, hits) -> pd.DataFrame:
+def _rows_for_chunk(job: CrisprJob, rows, chunk, raw: np.ndarray, hits) -> pd.DataFrame:
+    """Rows of one chunk's hits; ``raw`` holds the window's bytes as in the file (uint8)."""
     count = len(hits)
     guide_aligned = np.empty(count, dtype=object)
     site = np.empty(count, dtype=object)
@@ -102,7 +105,7 @@ def _rows_for_chunk(job: CrisprJob, rows, chunk, raw: bytes, hits) -> pd.DataFra
         r = int(hits.row[h])
         guide = job.guides.sequences[int(rows.guide_index[r])]
         start = int(hits.start[h])
-        window = raw[start:start + int(hits.length[h])].upper()
+        window = raw[start:start + int(hits.length[h])].tobytes().upper()
         if rows.strand[r] == 1:
             window = window.translate(_COMPLEMENT)[::-1]
         window = window.decode("ascii", errors="replace")
@@ -143,7 +146,7 @@ _UPPER_COMPLEMENT = np.frombuffer(bytes(range(256)).upper().translate(_COMPLEMEN
 _UPPER = np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8)
 
 
-def _plain_sites(job: CrisprJob, rows, raw: bytes, hits, chosen: np.ndarray, length: int):
+def _plain_sites(job: CrisprJob, rows, raw: np.ndarray, hits, chosen: np.ndarray, length: int):
     """(guide_aligned, site, cfd, mit) of bulge-free sites of guides of one ``length``, as arrays.
 
     The same strings as :func:`_alignment` writes one by one: the site in the
@@ -151,8 +154,7 @@ def _plain_sites(job: CrisprJob, rows, raw: bytes, hits, chosen: np.ndarray, len
     set, or not A/C/G/T) in lower case; the guide and the PAM as given.
     """
     span = length + len(job.pam)
-    genome = np.frombuffer(raw, dtype=np.uint8)
-    windows = genome[hits.start[chosen, None] + np.arange(span)]
+    windows = raw[hits.start[chosen, None] + np.arange(span)]
     minus = rows.strand[hits.row[chosen]] == 1
     windows = np.where(minus[:, None], _UPPER_COMPLEMENT[windows][:, ::-1], _UPPER[windows])
     guide_of = rows.guide_index[hits.row[chosen]]

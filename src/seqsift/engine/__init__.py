@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 from .. import kernels
 from ..cluster import connect, count_gpus, worker_count
@@ -16,7 +17,9 @@ from ..pattern_input import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
 from ..reference import open_reference
 from .job import MODES, SearchJob
-from .output import FrameCollector, HitWriter, check_output_path
+from . import stages
+from .lock import OutputLock
+from .output import FrameCollector, HitWriter, check_output_path, refuse_overwriting_inputs
 from .run import run_job
 from .store import TaskStore
 
@@ -51,7 +54,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
            align: bool = True, client=None, workers: int | None = None, gpus=None,
            scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            chunk_size: int | None = None, pattern_batch_size: int | None = None,
-           progress: bool = False, resume: bool = False, verbose: bool = False, alphabet: str = "dna"):
+           progress: bool = False, resume: bool = False, verbose: bool = False, alphabet: str = "dna",
+           wait_for_lock: bool = False):
     """Find every approximate occurrence of ``patterns`` in ``reference``.
 
     reference  path of a FASTA file (plain, BGZF or plain gzip)
@@ -69,6 +73,9 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     verbose    print the chosen algorithm and why on stderr
     resume     with ``output``: reuse the tasks an interrupted run of the same
                job saved beside the output file, and run only the rest
+    wait_for_lock  with ``output``: if another job is writing the same file,
+               wait for it to finish (default: stop with an InputError
+               naming it)
     alphabet   ``dna`` (default) or ``bytes``: plain byte matching of non-DNA
                text (reference bytes as they are, patterns as literal bytes,
                + strand only; ``strand="both"`` means ``+``)
@@ -94,8 +101,10 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         if strand == "-":
             raise InputError("--alphabet bytes has no reverse complement: it searches the + strand only")
         strand = "+"
+    refuse_overwriting_inputs(output, {"reference": reference, "pattern file": patterns})
     check_output_path(output)
-    ref = open_reference(reference)
+    with stages.timed("open"):
+        ref = open_reference(reference)
     pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
     if pattern_set.alphabet != alphabet:
         raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
@@ -119,30 +128,75 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     to_file = output is not None and str(output) != "-"
     if resume and not to_file:
         raise InputError("resume needs an output file (-o): the saved tasks live beside it")
+    # Beside the file the output ends up in (an -o symbolic link is written through).
+    beside = os.path.realpath(str(output).rstrip("/" + os.sep)) if to_file else None
+    lock = OutputLock(beside, wait=wait_for_lock, note=note) if to_file else None
     names = (job.reference.names, pattern_set.names)
-    writer = FrameCollector(job.columns(), *names) if output is None else HitWriter(output, job.columns(), *names)
-    layout = dict(output=output if to_file else None, chunk_size=chunk_size,
-                  pattern_batch_size=pattern_batch_size, progress=progress, resume=resume)
+    writer = None
     try:
-        if client is not None:
-            count = _run(job, client, writer, **layout)
-        else:
-            with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler,
-                         scheduler_file=scheduler_file, dashboard=dashboard) as own_client:
-                count = _run(job, own_client, writer, **layout)
+        writer = FrameCollector(job.columns(), *names) if output is None else HitWriter(output, job.columns(), *names)
+        with _cluster(client, backend, workers=workers, gpus=gpus, scheduler=scheduler,
+                      scheduler_file=scheduler_file, dashboard=dashboard) as run_client:
+            chunk_size, pattern_batch_size = _task_layout(job, run_client, beside if resume else None,
+                                                          chunk_size, pattern_batch_size)
+            store = (TaskStore.beside(beside, job, chunk_size, pattern_batch_size, resume, note=note)
+                     if to_file else None)
+            try:
+                count = run_job(job, run_client, writer, chunk_size=chunk_size,
+                                pattern_batch_size=pattern_batch_size, progress=progress, store=store)
+                stages.collect_workers(run_client)
+                if isinstance(writer, HitWriter):
+                    writer.close()
+            except BaseException:
+                if store is not None and store.saved():
+                    note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "
+                         "run the same command with --resume to continue")
+                raise
+            # The end of a job, in the order that never loses work: the output is in
+            # place (above), then its saved tasks go, then other jobs may take the
+            # output, and only then is the cluster shut down (_cluster: a failure
+            # there is a note, not an error, once the hits are written).
+            if store is not None:
+                store.remove()
+            if lock is not None:
+                lock.release()
     except BaseException:
         if isinstance(writer, HitWriter):
             writer.abort()
         raise
-    if isinstance(writer, HitWriter):
-        writer.close()
-        return count
-    return writer.frame()
+    finally:
+        if lock is not None:
+            lock.release()
+    return count if isinstance(writer, HitWriter) else writer.frame()
 
 
-def _run(job, client, writer, *, output, chunk_size, pattern_batch_size, progress, resume) -> int:
-    """Settle the task layout, open the task store for file output, run."""
-    saved_layout = TaskStore.saved_layout(output) if resume else None
+@contextmanager
+def _cluster(client, backend: str, **options):
+    """``client`` itself, or a cluster of the job's own (``connect``) for the ``with`` block.
+
+    Once the block has finished, the job's work is done: an error while the
+    cluster shuts down (or Ctrl-C then) is reported as a note and not raised.
+    """
+    if client is not None:
+        yield client
+        return
+    connection = connect(backend, **options)
+    own_client = connection.__enter__()
+    try:
+        yield own_client
+    except BaseException:
+        if not connection.__exit__(*sys.exc_info()):
+            raise
+        return
+    try:
+        connection.__exit__(None, None, None)
+    except (Exception, KeyboardInterrupt) as err:
+        note(f"the search finished, but shutting down its cluster failed: {type(err).__name__}: {err}")
+
+
+def _task_layout(job, client, saved_beside, chunk_size, pattern_batch_size) -> tuple[int, int]:
+    """Chunk size and pattern batch size: given, else a resumed job's, else from the genome and cluster."""
+    saved_layout = TaskStore.saved_layout(saved_beside) if saved_beside else None
     if chunk_size is None:
         if saved_layout:
             chunk_size = saved_layout["chunk_size"]
@@ -153,18 +207,7 @@ def _run(job, client, writer, *, output, chunk_size, pattern_batch_size, progres
     if pattern_batch_size is None:
         pattern_batch_size = (saved_layout["pattern_batch_size"] if saved_layout
                               else DEFAULT_PATTERN_BATCH[job.backend])
-    store = TaskStore.beside(output, job, chunk_size, pattern_batch_size, resume) if output else None
-    try:
-        count = run_job(job, client, writer, chunk_size=chunk_size, pattern_batch_size=pattern_batch_size,
-                        progress=progress, store=store)
-    except BaseException:
-        if store is not None and store.saved():
-            note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "
-                 "run the same command with --resume to continue")
-        raise
-    if store is not None:
-        store.remove()
-    return count
+    return chunk_size, pattern_batch_size
 
 
 def _client_has_gpus(client) -> bool:

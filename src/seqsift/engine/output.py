@@ -7,9 +7,10 @@ never leaves a half-written output file. Standard output is streamed.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import stat
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..patterns import STRAND_SYMBOLS
+from . import stages
 
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
 DATASET_PART_ROWS = 4_000_000
@@ -56,6 +58,31 @@ def check_output_path(path: str | os.PathLike | None, formats: dict[str, str] = 
         raise InputError(f"{path}: the output folder is not empty")
 
 
+def _create_beside(target: Path, folder: bool) -> Path:
+    """A new empty file (or folder) ``.NAME.XXXXXXXX.part`` beside ``target``, to be renamed onto it.
+
+    Its mode is what the user would get from a shell: a new file 0666 and a
+    folder 0777 less the umask (``mkstemp``/``mkdtemp`` would make them 0600
+    and 0700), and a target that exists keeps its own mode.
+    """
+    try:
+        keep_mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        keep_mode = None
+    while True:
+        temporary = target.parent / f".{target.name}.{secrets.token_hex(4)}.part"
+        try:
+            if folder:
+                os.mkdir(temporary, 0o777)
+            else:
+                os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        if keep_mode is not None:
+            os.chmod(temporary, keep_mode)
+        return temporary
+
+
 def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -> pd.DataFrame:
     """Index columns -> names (record, pattern, strand), in output column order (the Python API's frame)."""
     out = rows[columns].copy()
@@ -70,9 +97,11 @@ class TableWriter:
 
     The format comes from the path (``formats``: suffix -> tsv, bed or
     parquet; a folder path: a partitioned Parquet dataset). TSV starts with a
-    ``#`` header line; BED has none. Files and folders are written under a
-    temporary name beside the target (``.NAME.XXXX.part``) and moved into place
-    by :meth:`close`; :meth:`abort` removes them, leaving the target untouched.
+    plain header line of the column names (what pandas, R and spreadsheet
+    users expect); BED has none (what BED tools expect). Files and folders are
+    written under a temporary name beside the target (``.NAME.XXXX.part``)
+    and moved into place by :meth:`close`; :meth:`abort` removes them, leaving
+    the target untouched.
     """
 
     def __init__(self, path: str | os.PathLike | None, columns: list[str], formats: dict[str, str] = FORMATS,
@@ -90,19 +119,18 @@ class TableWriter:
         if self.path is None:
             sys.stdout.flush()
             self._stream = sys.stdout.buffer
-        elif self.format == "parquet-dataset":
-            self._temp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".part",
-                                               dir=self.path.resolve().parent))
         else:
-            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part",
-                                        dir=self.path.resolve().parent)
-            self._temp = Path(temp)
-            if self.format == "parquet":
-                os.close(fd)
-            else:
-                self._stream = os.fdopen(fd, "wb")
+            self._temp = _create_beside(self.target, folder=self.format == "parquet-dataset")
+            if self.format in ("tsv", "bed"):
+                self._stream = open(self._temp, "wb")
         if self.format == "tsv":
-            self._stream.write(("#" + "\t".join(columns) + "\n").encode())
+            self._stream.write(("\t".join(columns) + "\n").encode())
+
+    @property
+    def target(self) -> Path | None:
+        """The file the output ends up in: ``path``, or where it points if it is a symbolic link
+        (the link is kept and its target replaced, as a shell's ``>`` does)."""
+        return None if self.path is None else Path(os.path.realpath(self.path))
 
     def write_table(self, table) -> None:
         """Append an Arrow table whose columns are ``columns`` (BED: its six columns)."""
@@ -162,9 +190,9 @@ class TableWriter:
             return
         if self._stream is not None:
             self._stream.close()
-        if self.format == "parquet-dataset" and self.path.is_dir():
-            self.path.rmdir()  # checked empty before the job
-        os.replace(self._temp, self.path)
+        if self.format == "parquet-dataset" and self.target.is_dir():
+            self.target.rmdir()  # checked empty before the job
+        os.replace(self._temp, self.target)
         self._temp = None
 
     def abort(self) -> None:
@@ -201,6 +229,10 @@ class HitWriter(TableWriter):
                        "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
 
     def write(self, rows: pd.DataFrame) -> None:
+        with stages.timed("write"):
+            self._write_rows(rows)
+
+    def _write_rows(self, rows: pd.DataFrame) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -208,13 +240,10 @@ class HitWriter(TableWriter):
             return
         arrays = {}
         for name in self.columns:
-            values = rows[name].to_numpy()
             if name in self._names:
-                arrays[name] = pc.take(self._names[name], pa.array(values))
-            elif values.dtype.kind in "OUT":
-                arrays[name] = pa.array(values.astype(object), type=pa.string())
+                arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
             else:
-                arrays[name] = pa.array(values)
+                arrays[name] = arrow_column(rows[name])
         if self.format == "bed":   # BED6: chrom start end name score strand (ends mode: the last character)
             start = arrays["start"] if "start" in arrays else pc.subtract(arrays["end"], 1)
             arrays = {"chrom": arrays["record"], "start": start, "end": arrays["end"], "name": arrays["pattern"],
@@ -238,13 +267,27 @@ def arrow_table(rows: pd.DataFrame):
     """
     import pyarrow as pa
 
-    columns = {}
-    for name in rows.columns:
-        values = rows[name].to_numpy()
-        if values.dtype.kind in "OUT":
-            values = pa.array(values.astype(object), type=pa.string())
-        columns[name] = values
-    return pa.table(columns)
+    return pa.table({name: arrow_column(rows[name]) for name in rows.columns})
+
+
+def arrow_column(column: pd.Series):
+    """One column as an Arrow array: strings as ``string``, numbers as they are.
+
+    A string column backed by Arrow (the workers' ``aligned`` and ``cigar``,
+    built from one buffer each) goes over without a Python object per row;
+    an object column of Python strings is converted.
+    """
+    import pyarrow as pa
+
+    if isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow":
+        array = pa.array(column.array)  # zero-copy, through __arrow_array__
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        return array.cast(pa.string())
+    values = column.to_numpy()
+    if values.dtype.kind in "OUT":
+        return pa.array(values.astype(object), type=pa.string())
+    return pa.array(values)
 
 
 class FrameCollector:
@@ -258,10 +301,33 @@ class FrameCollector:
 
     def write(self, rows: pd.DataFrame) -> None:
         if len(rows):
-            self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
+            with stages.timed("write"):
+                self.parts.append(named(rows, self.columns, self.record_names, self.pattern_names))
             self.count += len(rows)
 
     def frame(self) -> pd.DataFrame:
         if not self.parts:
             return empty_frame(self.columns)
         return pd.concat(self.parts, ignore_index=True)
+
+
+def refuse_overwriting_inputs(output: str | os.PathLike | None, inputs: dict[str, object]) -> None:
+    """InputError if ``output`` is one of the job's input files (``inputs``: what it is -> path).
+
+    Compared by the file itself (device and inode) where both exist, else by
+    the resolved path, so a symbolic link or ``./`` spelling is caught too.
+    """
+    if output is None or str(output) == "-":
+        return
+    target = os.path.realpath(str(output).rstrip("/" + os.sep))
+    for what, path in inputs.items():
+        if not isinstance(path, (str, os.PathLike)):
+            continue
+        source = os.path.realpath(os.path.expanduser(os.fspath(path)))
+        try:
+            same = os.path.samefile(target, source)
+        except OSError:
+            same = target == source
+        if same:
+            raise InputError(f"{output}: this is the {what}; writing the hits there would replace it, "
+                             "so choose another output path")

@@ -4,21 +4,36 @@ When a search writes to a file, each finished task's rows are saved in a
 folder beside it (``hits.tsv`` -> ``.hits.tsv.seqsift-tasks/``) before the
 merge uses them. ``resume=True`` (``--resume``) reuses the saved tasks of an
 interrupted job and runs only the rest; the folder is removed once the output
-file is complete.
+file is complete. The job holds the output's lock (``lock.py``) the whole
+time, so no other job reads, writes or deletes the folder meanwhile.
 
 A folder written by a different job must never be mixed in: its
 ``manifest.json`` holds a fingerprint of the reference (path, size, mtime,
 record names and lengths), the pattern set, the search parameters and the
 task layout (chunk size, pattern batch size). A resume whose fingerprint
-differs is refused.
+differs is refused. Every task file carries the fingerprint's digest too,
+and is checked against it when the job opens the folder.
+
+What is on disk must survive a crash at any instant and never be trusted
+blindly:
+
+* the manifest and each task file are written to a temporary name, fsynced,
+  and renamed into place (then the folder is fsynced), so a file is either
+  whole or absent;
+* tasks are Arrow IPC files (data only: loading one runs no code, unlike a
+  pickle planted beside someone's output);
+* a task file that cannot be read, or whose digest or key is not this
+  job's, is deleted and its task runs again; a manifest that cannot be
+  read means there is nothing to resume, and the job starts over, saying so.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import pickle
+import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +41,9 @@ import pandas as pd
 from ..errors import InputError
 
 MANIFEST = "manifest.json"
+TASK_FILE = re.compile(r"task-(\d+)-(\d+)\.arrow")
+_DIGEST_KEY = b"seqsift-job"
+_TASK_KEY = b"seqsift-task"
 
 
 def job_fingerprint(job, chunk_size: int, pattern_batch_size: int) -> dict:
@@ -52,60 +70,177 @@ def job_fingerprint(job, chunk_size: int, pattern_batch_size: int) -> dict:
     }
 
 
-class TaskStore:
-    """The saved task results of one job, keyed by (group index, batch index)."""
+def fingerprint_digest(fingerprint: dict) -> str:
+    return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
 
-    def __init__(self, directory: Path, fingerprint: dict, resume: bool):
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_durably(path: Path, data: bytes) -> None:
+    """``path`` holds ``data`` whole, or keeps what it held: temporary file, fsync, rename."""
+    temporary = path.with_name(f".{path.name}.part")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
+def arrow_bytes(rows: pd.DataFrame, metadata: dict[bytes, bytes] | None = None) -> bytes:
+    """``rows`` as an Arrow IPC file (data only: reading it back runs no code), with schema ``metadata``."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as ipc:
+        ipc.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def frame_of_arrow(data: bytes) -> tuple[pd.DataFrame, dict[bytes, bytes]]:
+    """The rows and schema metadata of an Arrow IPC file's bytes (ValueError if it is not one, whole)."""
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    return table.to_pandas(), dict(table.schema.metadata or {})
+
+
+def read_manifest(directory: Path) -> dict | None:
+    """The saved fingerprint; None if there is none, or it cannot be read (a crash mid-write, say)."""
+    try:
+        saved = json.loads((Path(directory) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+class TaskStore:
+    """The saved task results of one job, keyed by (group index, batch index).
+
+    ``note`` prints what a user should know (saved tasks discarded or rerun).
+    """
+
+    def __init__(self, directory: Path, fingerprint: dict, resume: bool, note=lambda message: None):
         self.directory = Path(directory)
-        manifest = self.directory / MANIFEST
-        if resume and manifest.is_file():
-            saved = json.loads(manifest.read_text())
+        self.digest = fingerprint_digest(fingerprint)
+        manifest_exists = (self.directory / MANIFEST).exists()
+        saved = read_manifest(self.directory)
+        if resume and saved is not None:
             if saved != fingerprint:
                 differs = sorted(k for k in fingerprint if saved.get(k) != fingerprint[k])
                 raise InputError(f"{self.directory}: cannot resume: the saved tasks belong to a different job "
                                  f"({', '.join(differs)} differ); run without --resume to start over")
-        else:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self.directory.mkdir(parents=True)
-            manifest.write_text(json.dumps(fingerprint, indent=1))
+            self._saved = self._check_saved_files(note)
+            return
+        if resume and manifest_exists:
+            note(f"{self.directory}/{MANIFEST} is damaged, so nothing can be resumed: running the whole job")
+        elif not resume and self.directory.is_dir():
+            earlier = len([p for p in self.directory.iterdir() if TASK_FILE.fullmatch(p.name)])
+            if earlier:
+                note(f"discarding {earlier} saved task{'s' if earlier != 1 else ''} of an earlier interrupted "
+                     f"run in {self.directory} (run with --resume to continue that run instead)")
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.directory.mkdir(parents=True)
+        write_durably(self.directory / MANIFEST, json.dumps(fingerprint, indent=1).encode())
+        self._saved: set[tuple[int, int]] = set()
 
     @classmethod
     def beside(cls, output: str | os.PathLike, job, chunk_size: int, pattern_batch_size: int,
-               resume: bool) -> "TaskStore":
-        return cls(cls.directory_beside(output), job_fingerprint(job, chunk_size, pattern_batch_size), resume)
+               resume: bool, note=lambda message: None) -> "TaskStore":
+        return cls(cls.directory_beside(output), job_fingerprint(job, chunk_size, pattern_batch_size), resume,
+                   note)
 
     @staticmethod
     def directory_beside(output: str | os.PathLike) -> Path:
-        output = Path(output)
+        output = Path(str(output).rstrip("/" + os.sep))
         return output.parent / f".{output.name}.seqsift-tasks"
 
     @classmethod
     def saved_layout(cls, output: str | os.PathLike | None) -> dict | None:
-        """The chunk and batch sizes of a saved job beside ``output``, if any."""
-        manifest = cls.directory_beside(output) / MANIFEST if output else None
-        if manifest is None or not manifest.is_file():
-            return None
-        return json.loads(manifest.read_text())
+        """The chunk and batch sizes of a saved job beside ``output``, if any can be read."""
+        return read_manifest(cls.directory_beside(output)) if output else None
 
     def _path(self, key: tuple[int, int]) -> Path:
-        return self.directory / f"task-{key[0]}-{key[1]}.pkl"
+        return self.directory / f"task-{key[0]}-{key[1]}.arrow"
+
+    def _check_saved_files(self, note) -> set[tuple[int, int]]:
+        """Keys of the whole task files that are this job's; the others are deleted (their tasks rerun)."""
+        good, bad = set(), 0
+        for path in self.directory.iterdir():
+            match = TASK_FILE.fullmatch(path.name)
+            if match is None:
+                continue
+            key = (int(match[1]), int(match[2]))
+            try:
+                self._read(key)
+            except (OSError, ValueError, KeyError):  # pyarrow.ArrowInvalid is a ValueError
+                path.unlink(missing_ok=True)
+                bad += 1
+            else:
+                good.add(key)
+        if bad:
+            note(f"{bad} saved task file{'s' if bad != 1 else ''} in {self.directory} "
+                 f"{'were' if bad != 1 else 'was'} damaged or not this job's: "
+                 f"{'they run' if bad != 1 else 'it runs'} again")
+        return good
 
     def saved(self) -> set[tuple[int, int]]:
-        keys = set()
-        for path in self.directory.glob("task-*.pkl"):
-            group, batch = path.stem.split("-")[1:]
-            keys.add((int(group), int(batch)))
-        return keys
+        return set(self._saved)
+
+    def _stamp(self, key: tuple[int, int]) -> dict[bytes, bytes]:
+        """What every task file carries: the job's fingerprint digest and the task's key."""
+        return {_DIGEST_KEY: self.digest.encode(), _TASK_KEY: f"{key[0]}-{key[1]}".encode()}
 
     def save(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
-        temporary = self._path(key).with_suffix(".part")
-        with open(temporary, "wb") as handle:
-            pickle.dump(rows, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, self._path(key))
+        write_durably(self._path(key), arrow_bytes(rows, self._stamp(key)))
+        self._saved.add(key)
+
+    def _read(self, key: tuple[int, int]) -> pd.DataFrame:
+        """The task's rows; ValueError if the file is not this job's task ``key``, whole."""
+        rows, metadata = frame_of_arrow(self._path(key).read_bytes())
+        stamp = self._stamp(key)
+        if any(metadata.get(name) != value for name, value in stamp.items()):
+            raise ValueError(f"{self._path(key)} belongs to another job or task")
+        return rows
 
     def load(self, key: tuple[int, int]) -> pd.DataFrame:
-        with open(self._path(key), "rb") as handle:
-            return pickle.load(handle)
+        return self._read(key)
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class SpillFolder:
+    """Rows set aside on disk while a job runs (a private temporary folder, made when first used)."""
+
+    def __init__(self):
+        self._folder: tempfile.TemporaryDirectory | None = None
+
+    def write(self, name: str, rows: pd.DataFrame) -> Path:
+        if self._folder is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="seqsift-spill-")
+        path = Path(self._folder.name) / f"{name}.arrow"
+        path.write_bytes(arrow_bytes(rows))
+        return path
+
+    @staticmethod
+    def take(path: Path) -> pd.DataFrame:
+        """The rows written to ``path``; the file is removed."""
+        rows, _ = frame_of_arrow(path.read_bytes())
+        path.unlink()
+        return rows
+
+    def close(self) -> None:
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None

@@ -273,15 +273,41 @@ def out_of_device_memory(err: BaseException) -> bool:
 
 
 def locate(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
-           distance: np.ndarray) -> tuple[np.ndarray, list[str]]:
+           distance: np.ndarray, code_of: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
     """Start and extended CIGAR (=, X, I, D) of each given end, on the host.
 
     For Hamming the start is end - m. For edit distance it is the smallest s
     with ED(P, text[s:end]) == distance (DESIGN.md), and the CIGAR is an
-    optimal alignment of P to text[s:end].
+    optimal alignment of P to text[s:end]. ``text``: text codes, or raw bytes
+    with ``code_of`` (``alphabet.TEXT_CODE_ARRAY``) giving each byte's code.
     """
     from . import align_cpu
 
     use_worker_share()
     return align_cpu.locate(metric, text, batch.masks, batch.lengths, row, end, distance,
-                            exact_bytes=getattr(batch, "alphabet", "dna") == "bytes")
+                            exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of)
+
+
+def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
+                  distance: np.ndarray, code_of: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """:func:`locate` with the CIGARs packed into one buffer: (starts, (offsets, data)).
+
+    Hit h's CIGAR is data[offsets[h]:offsets[h + 1]] (ASCII): the layout of
+    an Arrow string array, built without a Python object per hit.
+    """
+    from . import align_cpu
+
+    if len(row) == 0:
+        return np.empty(0, np.int64), (np.zeros(1, np.int64), np.empty(0, np.uint8))
+    starts, ops, op_offsets, op_counts = align_cpu.locate_ops(
+        metric, text, batch.masks, batch.lengths, row, end, distance,
+        exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of)
+    return starts, align_cpu.cigar_buffer(ops, op_offsets, op_counts)
+
+
+def gather_spans(source: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """source[starts[h]:ends[h]] of every h packed into one buffer: (offsets, data) (align_cpu.gather_spans)."""
+    from . import align_cpu
+
+    return align_cpu.gather_spans(source, starts, ends)

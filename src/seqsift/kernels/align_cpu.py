@@ -49,9 +49,11 @@ def _matches(mask, code, exact_bytes=False):
     return ((mask >> code) & 1) == 1
 
 
-@njit(parallel=True, cache=True)
-def hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes=False):
-    """One '=' / 'X' operation per pattern position of each hit."""
+# nogil: a GPU worker's two task threads locate hits while the other's kernel runs,
+# in the same process as the client's merge when the worker runs in-process (seqsift.cluster).
+@njit(parallel=True, cache=True, nogil=True)
+def hamming_ops(text, code_of, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes=False):
+    """One '=' / 'X' operation per pattern position of each hit (text byte b compares as code_of[b])."""
     n = text.shape[0]
     for h in prange(rows.shape[0]):
         row = rows[h]
@@ -63,11 +65,11 @@ def hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, statu
             continue
         base = op_offsets[h]
         for j in range(m):
-            ops[base + j] = OP_MATCH if _matches(masks[row, j], text[s + j], exact_bytes) else OP_MISMATCH
+            ops[base + j] = OP_MATCH if _matches(masks[row, j], code_of[text[s + j]], exact_bytes) else OP_MISMATCH
 
 
 @njit(cache=True)
-def _edit_locate_one(text, masks, row, m, end, d, ops, base, exact_bytes=False):
+def _edit_locate_one(text, code_of, masks, row, m, end, d, ops, base, exact_bytes=False):
     """Smallest start and forward alignment ops of one edit hit.
 
     Returns (start, number of ops, status). The band of R is stored as
@@ -90,7 +92,7 @@ def _edit_locate_one(text, masks, row, m, end, d, ops, base, exact_bytes=False):
                 # diagonal: P[m-i] against text[end-j]
                 diagonal = band[i - 1, x]  # (i-1, j-1) has the same j - i
                 if diagonal < INFINITE:
-                    best = diagonal + (0 if _matches(mask, text[end - j], exact_bytes) else 1)
+                    best = diagonal + (0 if _matches(mask, code_of[text[end - j]], exact_bytes) else 1)
                 if x > 0 and band[i, x - 1] + 1 < best:  # (i, j-1): a D
                     best = band[i, x - 1] + 1
             if x + 1 < width and band[i - 1, x + 1] + 1 < best:  # (i-1, j): an I
@@ -112,7 +114,7 @@ def _edit_locate_one(text, masks, row, m, end, d, ops, base, exact_bytes=False):
         x = j - i + d
         value = band[i, x]
         if i > 0 and j > 0:
-            same = _matches(masks[row, m - i], text[end - j], exact_bytes)
+            same = _matches(masks[row, m - i], code_of[text[end - j]], exact_bytes)
             if band[i - 1, x] + (0 if same else 1) == value:
                 ops[base + count] = OP_MATCH if same else OP_MISMATCH
                 count += 1
@@ -130,8 +132,8 @@ def _edit_locate_one(text, masks, row, m, end, d, ops, base, exact_bytes=False):
     return end - j_best, np.int64(count), 0
 
 
-@njit(parallel=True, cache=True)
-def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status,
+@njit(parallel=True, cache=True, nogil=True)
+def edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status,
              exact_bytes=False):
     """Starts and alignment ops of edit hits, in parallel over hits.
 
@@ -145,7 +147,7 @@ def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_co
         if ends[h] > n or ends[h] < 0 or distances[h] < 0:
             status[h] = BAD_WINDOW
             continue
-        start, count, bad = _edit_locate_one(text, masks, row, np.int64(lengths[row]),
+        start, count, bad = _edit_locate_one(text, code_of, masks, row, np.int64(lengths[row]),
                                              np.int64(ends[h]), np.int64(distances[h]),
                                              ops, op_offsets[h], exact_bytes)
         starts[h] = start
@@ -153,7 +155,7 @@ def edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_co
         status[h] = bad
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cigar_bytes(ops, op_offsets, op_counts, char_offsets, out):
     """Run-length encode each hit's ops into CIGAR text (ASCII) at char_offsets[h];
     returns the number of characters written per hit.
@@ -191,35 +193,71 @@ def cigar_bytes(ops, op_offsets, op_counts, char_offsets, out):
 
 
 def _cigars(ops, op_offsets, op_counts) -> list[str]:
-    """CIGAR strings from the ops; hit h gets 2 characters of room per op slot."""
+    """CIGAR strings from the ops, as Python strings (the list form of :func:`locate`)."""
+    offsets, data = cigar_buffer(ops, op_offsets, op_counts)
+    text = data.tobytes().decode("ascii")
+    return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+def cigar_buffer(ops, op_offsets, op_counts) -> tuple[np.ndarray, np.ndarray]:
+    """All hits' CIGARs as one ASCII buffer: hit h is data[offsets[h]:offsets[h + 1]].
+
+    :func:`cigar_bytes` writes each hit at 2 characters of room per op slot;
+    the written runs are then packed together (:func:`gather_spans`), giving
+    the offsets + data layout of an Arrow string array.
+    """
     char_offsets = 2 * op_offsets
     out = np.empty(int(2 * (op_offsets[-1] + op_counts[-1])) + 1, np.uint8)
     written = cigar_bytes(ops, op_offsets, op_counts, char_offsets, out)
-    text = out.tobytes().decode("ascii", errors="replace")
-    return [text[a:a + w] for a, w in zip(char_offsets.tolist(), written.tolist())]
+    return gather_spans(out, char_offsets, char_offsets + written)
 
 
-def locate(metric: str, text, masks, lengths, row, end, distance,
-           exact_bytes: bool = False) -> tuple[np.ndarray, list[str]]:
-    """Start (int64) and extended CIGAR of every hit (row[h], end[h], distance[h]).
+@njit(parallel=True, cache=True, nogil=True)
+def _copy_spans(source, starts, offsets, out):
+    for h in prange(starts.shape[0]):
+        begin = starts[h]
+        base = offsets[h]
+        for i in range(offsets[h + 1] - base):
+            out[base + i] = source[begin + i]
 
-    With ``exact_bytes`` the masks are pattern bytes matched by equality
-    against raw text bytes (``--alphabet bytes``).
 
-    metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
-    start = the smallest s with ED(P, text[s:end]) == distance[h], which must
-    be d(end) as reported by the search kernel. Raises ValueError when a hit
-    does not fit in ``text`` or (edit) no start reaches the given distance.
+def gather_spans(source: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """source[starts[h]:ends[h]] for every h, packed: (offsets int64 of length n + 1, data uint8).
+
+    One pass in parallel over the spans, no Python object per span: the
+    ``aligned`` column of millions of hits (and the CIGARs) is built this way.
+    """
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lengths = np.ascontiguousarray(ends, dtype=np.int64) - starts
+    offsets = np.zeros(starts.shape[0] + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), np.uint8)
+    _copy_spans(np.ascontiguousarray(source, dtype=np.uint8), starts, offsets, out)
+    return offsets, out
+
+
+IDENTITY_CODES = np.arange(256, dtype=np.uint8)
+"""``code_of`` for a text that is already text codes (or raw bytes matched as bytes)."""
+
+
+def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_bytes: bool = False,
+               code_of: np.ndarray | None = None):
+    """Starts and alignment ops of every hit: (starts, ops, op_offsets, op_counts).
+
+    Hit h's ops (OP_MATCH ... OP_DELETION, forward order) are
+    ops[op_offsets[h]:op_offsets[h] + op_counts[h]]. ``text`` holds text
+    codes, or any bytes with ``code_of`` (256 codes: e.g. the raw FASTA bytes
+    with ``alphabet.TEXT_CODE_ARRAY``, so a chunk searched on the GPU needs no
+    encoded copy on the host). See :func:`locate` for the rest.
     """
     text = np.ascontiguousarray(text, dtype=np.uint8)
+    code_of = IDENTITY_CODES if code_of is None else np.ascontiguousarray(code_of, dtype=np.uint8)
     masks = np.ascontiguousarray(masks, dtype=np.uint8)
     lengths = np.ascontiguousarray(lengths, dtype=np.int32)
     rows = np.ascontiguousarray(row, dtype=np.int64)
     ends = np.ascontiguousarray(end, dtype=np.int64)
     distances = np.ascontiguousarray(distance, dtype=np.int64)
     hits = rows.shape[0]
-    if hits == 0:
-        return np.empty(0, np.int64), []
     m = lengths[rows].astype(np.int64)
     starts = np.empty(hits, np.int64)
     status = np.zeros(hits, np.int8)
@@ -227,13 +265,13 @@ def locate(metric: str, text, masks, lengths, row, end, distance,
         op_counts = m
         op_offsets = np.cumsum(op_counts) - op_counts
         ops = np.empty(int(op_counts.sum()), np.uint8)
-        hamming_ops(text, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes)
+        hamming_ops(text, code_of, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes)
     elif metric == "edit":
         room = m + np.maximum(distances, 0)
         op_offsets = np.cumsum(room) - room
         ops = np.empty(int(room.sum()), np.uint8)
         op_counts = np.zeros(hits, np.int64)
-        edit_ops(text, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts,
+        edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts,
                  starts, status, exact_bytes)
     else:
         raise ValueError(f"unknown metric {metric!r} (known: hamming, edit)")
@@ -244,4 +282,23 @@ def locate(metric: str, text, masks, lengths, row, end, distance,
                else "no start reaches that distance (is it d(end)?)")
         raise ValueError(f"cannot locate hit (row {rows[h]}, end {ends[h]}, distance "
                          f"{distances[h]}): {why}; {bad.size} such hit(s)")
+    return starts, ops, op_offsets, op_counts
+
+
+def locate(metric: str, text, masks, lengths, row, end, distance,
+           exact_bytes: bool = False, code_of: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+    """Start (int64) and extended CIGAR of every hit (row[h], end[h], distance[h]).
+
+    With ``exact_bytes`` the masks are pattern bytes matched by equality
+    against raw text bytes (``--alphabet bytes``).
+
+    metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
+    start = the smallest s with ED(P, text[s:end]) == distance[h], which must
+    be d(end) as reported by the search kernel. Raises ValueError when a hit
+    does not fit in ``text`` or (edit) no start reaches the given distance.
+    """
+    if len(row) == 0:
+        return np.empty(0, np.int64), []
+    starts, ops, op_offsets, op_counts = locate_ops(metric, text, masks, lengths, row, end, distance,
+                                                    exact_bytes, code_of)
     return starts, _cigars(ops, op_offsets, op_counts)

@@ -5,6 +5,8 @@
   compiled once per process and set of macros (CuPy also caches the binary
   on disk);
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
+* :func:`upload_and_encode`: raw reference bytes across PCIe from pinned
+  buffers, encoded to text codes on the device (``encode/encode.cu``);
 * :func:`compact_hits_buffers`: the counter and arrays of the device-side
   hit compaction every kernel uses (an atomic counter hands out slots);
 * :func:`is_out_of_memory`, :func:`release_cached_memory`: for
@@ -64,6 +66,90 @@ def to_device_text(text):
     if isinstance(text, cupy.ndarray):
         return cupy.ascontiguousarray(text, dtype=cupy.uint8)
     return cupy.asarray(np.ascontiguousarray(text, dtype=np.uint8))
+
+
+STAGE_BYTES = 32 << 20
+"""Bytes per pinned staging buffer; each task thread has two and alternates them."""
+ENCODE_THREADS = 256
+
+
+class _Uploader(threading.local):
+    """This thread's copy stream and two pinned staging buffers (made on first use).
+
+    The stream does not synchronise with the legacy default stream the search
+    kernels run on, so one task thread's upload and encoding overlap the other
+    thread's search (two task threads per GPU worker: seqsift.cluster).
+    """
+
+    stream = None
+
+    def ready(self):
+        import cupy
+
+        if self.stream is None:
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.buffers = [np.frombuffer(cupy.cuda.alloc_pinned_memory(STAGE_BYTES), np.uint8, STAGE_BYTES)
+                            for _ in range(2)]
+            self.done = [None, None]  # the event after which each buffer may be refilled
+        return self
+
+
+_uploader = _Uploader()
+
+
+def upload_and_encode(raw, encode: bool = True, clock=None):
+    """Host bytes -> a new device array; with ``encode``, translated to text codes there.
+
+    ``raw`` (bytes or a uint8 array: the newline-free FASTA bytes) is copied
+    into a pinned buffer slice by slice while the previous slice crosses PCIe
+    asynchronously, then ``encode_text_codes`` (encode/encode.cu) turns the bytes
+    into text codes in place, with ``alphabet.TEXT_CODE_ARRAY`` as its table.
+    Returns when the codes are ready (the caller's kernels run on another
+    stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
+    (seqsift.engine.stages.timed), or None.
+    """
+    import cupy
+
+    from ..alphabet import TEXT_CODE_ARRAY
+
+    source = np.frombuffer(raw, np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+    source = np.ascontiguousarray(source, dtype=np.uint8)
+    up = _uploader.ready()
+    device = cupy.empty(source.size, dtype=cupy.uint8)
+    with up.stream, (clock("transfer") if clock else _no_clock()):
+        for slice_index, first in enumerate(range(0, source.size, STAGE_BYTES)):
+            part = source[first:first + STAGE_BYTES]
+            which = slice_index % 2
+            if up.done[which] is not None:
+                up.done[which].synchronize()   # the copy out of this buffer has finished
+            staged = up.buffers[which][:part.size]
+            np.copyto(staged, part)
+            device[first:first + part.size].set(staged, stream=up.stream)
+            up.done[which] = up.stream.record()
+        if clock:
+            up.stream.synchronize()
+    if encode and source.size:
+        with up.stream, (clock("encode") if clock else _no_clock()):
+            table = _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
+            blocks = min(4096, (source.size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
+            load_module("encode/encode.cu").get_function("encode_text_codes")(
+                (blocks,), (ENCODE_THREADS,), (device, np.int64(source.size), table))  # on up.stream, the current stream
+            up.stream.synchronize()
+    up.stream.synchronize()
+    return device
+
+
+@lru_cache(maxsize=None)
+def _device_code_table(device: int, table: bytes):
+    import cupy
+
+    return cupy.asarray(np.frombuffer(table, np.uint8))
+
+
+def _no_clock():
+    from contextlib import nullcontext
+
+    return nullcontext()
 
 
 def compact_hits_buffers(capacity: int):

@@ -40,6 +40,7 @@ import pandas as pd
 from ..engine.output import TableWriter, check_output_path
 from ..engine.shared import on_workers
 from ..errors import InputError
+from ..progress import open_progress
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
 from .inputs import SequenceSet, concatenated, read_sequences, reverse_complements
@@ -273,37 +274,24 @@ def _run(query_set, target_set, all_vs_all: bool, job: ScreenJob, client, batch_
         collected = {"scores": np.zeros(shape, dtype=np.int32)}
     else:
         collected = {"parts": []}
-    bar = _progress_bar(sum(t.cells for t in tasks), progress)
     try:
-        for future in as_completed(futures):
-            result = future.result()
-            task = futures.pop(future)
-            if job.threshold is None:
-                qi, ti = task.pair_indices()
-                if all_vs_all:
-                    collected["scores"][qi, ti] = result["scores"]
+        with open_progress(progress, sum(t.cells for t in tasks), unit="cells", label="screening") as bar:
+            for future in as_completed(futures):
+                result = future.result()
+                task = futures.pop(future)
+                if job.threshold is None:
+                    qi, ti = task.pair_indices()
+                    if all_vs_all:
+                        collected["scores"][qi, ti] = result["scores"]
+                    else:
+                        collected["scores"][qi] = result["scores"]
                 else:
-                    collected["scores"][qi] = result["scores"]
-            else:
-                collected["parts"].append(result)
-            if bar is not None:
-                bar.update(task.cells)
+                    collected["parts"].append(result)
+                bar.advance(task.cells)
     finally:
         for future in futures:
             future.cancel()
-        if bar is not None:
-            bar.close()
     return collected
-
-
-def _progress_bar(cells: int, enabled: bool):
-    if not enabled or cells == 0:
-        return None
-    from tqdm import tqdm
-
-    interactive = sys.stderr.isatty()
-    return tqdm(total=cells, unit="cells", unit_scale=True, desc="screening", file=sys.stderr, delay=2.0,
-                dynamic_ncols=True, leave=False, mininterval=0.5 if interactive else 30.0)
 
 
 def _survivors(collected: dict, query_set, target_set, job: ScreenJob, strand: str) -> pd.DataFrame:
