@@ -224,6 +224,11 @@ def test_bad_pam_and_bulges_are_refused(tmp_path):
         seqsift.crispr(str(reference), ["ACGTACGTAC"], dna_bulge=3)
     with pytest.raises(InputError, match="would match everywhere"):
         seqsift.crispr(str(reference), ["ACGT"], mismatches=4)
+    guides = tmp_path / "guides.tsv"
+    guides.write_text("g1\tACGTACGTAC\n")
+    with pytest.raises(InputError, match="this is the guide file"):
+        seqsift.crispr(str(reference), str(guides), output=str(guides))
+    assert guides.read_text() == "g1\tACGTACGTAC\n"
 
 
 def test_cas_offinder_input_errors_name_file_and_line(tmp_path):
@@ -273,7 +278,7 @@ def test_interrupted_job_resumes_from_its_saved_tasks(tmp_path, monkeypatch):
         if group.index == 0:
             return real_task(job, group, guide_range)
         deadline = time.monotonic() + 60
-        while not list(store.glob("task-*.pkl")) and time.monotonic() < deadline:  # the file is the event
+        while not list(store.glob("task-*.arrow")) and time.monotonic() < deadline:  # the file is the event
             time.sleep(0.01)
         raise RuntimeError("planted fault")
 
@@ -281,7 +286,7 @@ def test_interrupted_job_resumes_from_its_saved_tasks(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="planted fault"):
         seqsift.crispr(str(reference), guides, output=str(out), **options)
     assert not out.exists()
-    assert [p.name for p in store.glob("task-*.pkl")] == ["task-0-0.pkl"]
+    assert [p.name for p in store.glob("task-*.arrow")] == ["task-0-0.arrow"]
     monkeypatch.setattr(crispr_module, "run_crispr_task", real_task)
     with pytest.raises(InputError, match="cannot resume"):
         seqsift.crispr(str(reference), guides, output=str(out), resume=True, **{**options, "mismatches": 1})

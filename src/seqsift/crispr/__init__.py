@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..cluster import DASHBOARD_ADDRESS, connect, cpu_cores, worker_count
 from ..engine import CHUNK_LIMITS, note, resolve_backend
-from ..engine.output import check_output_path
+from ..engine.lock import OutputLock
+from ..engine.output import check_output_path, refuse_overwriting_inputs
 from ..engine.shared import on_workers
 from ..engine.store import TaskStore
 from ..errors import InputError
@@ -92,6 +93,9 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     else:
         check_output_path(output)
     check_summary_path(summary)
+    inputs = {"reference": reference, "guide file": guides, "Cas-OFFinder input": cas_offinder}
+    refuse_overwriting_inputs(output, inputs)
+    refuse_overwriting_inputs(summary, {**inputs, "output": output})
     to_file = output is not None and str(output) != "-"
     if resume and not to_file:
         raise InputError("resume needs an output file (-o): the saved tasks live beside it")
@@ -122,8 +126,11 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     jobs = [CrisprJob(reference=ref, guides=guide_set, limits=tuple(limits), pam=pam, pam_side=pam_side,
                       dna_bulge=dna_bulge, rna_bulge=rna_bulge, strands=STRAND_CHOICES[strand], backend=backend)
             for ref in references]
+    # Beside the file the output ends up in; one job at a time per output (engine.lock).
+    beside = os.path.realpath(str(output).rstrip("/" + os.sep)) if to_file else None
     layout = dict(chunk_size=chunk_size, guide_batch_size=guide_batch_size, progress=progress,
-                  store_path=output if to_file else None, resume=resume)
+                  store_path=beside, resume=resume)
+    lock = OutputLock(beside, note=note) if to_file else None
     try:
         if client is not None:
             _run_all(jobs, client, writer, summary_table, **layout)
@@ -135,6 +142,9 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
         if hasattr(writer, "abort"):
             writer.abort()
         raise
+    finally:
+        if lock is not None:
+            lock.release()
     if summary_table is not None:
         summary_table.write(summary)
     if isinstance(writer, FrameCollector):
@@ -199,9 +209,16 @@ def _run_all(jobs, client, writer, summary_table, *, chunk_size, guide_batch_siz
             directory = TaskStore.directory_beside(store_path)
             if len(jobs) > 1:
                 directory = directory.with_name(f"{directory.name}-{number}")
-            store = TaskStore(directory, _fingerprint(job, chunk_size, guide_batch_size), resume)
-        run_crispr_job(job, client, writer, summary_table, chunk_size=chunk_size, guide_batch_size=guide_batch_size,
-                       progress=progress, store=store, record_offset=record_offset)
+            store = TaskStore(directory, _fingerprint(job, chunk_size, guide_batch_size), resume, note=note)
+        try:
+            run_crispr_job(job, client, writer, summary_table, chunk_size=chunk_size,
+                           guide_batch_size=guide_batch_size, progress=progress, store=store,
+                           record_offset=record_offset)
+        except BaseException:
+            if store is not None and store.saved():
+                note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "
+                     "run the same command with --resume to continue")
+            raise
         if store is not None:
             store.remove()
         record_offset += len(job.reference.names)
