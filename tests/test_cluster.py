@@ -1,11 +1,18 @@
-"""Clusters: joining a running one by scheduler file, and workers that keep what they read."""
+"""Clusters: local ones private to their user, joining a running one by scheduler file, and
+workers that keep what they read."""
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pandas as pd
-from distributed import Client
+import pytest
+from distributed import Client, Security
 
 import fault_injection
 import seqsift
@@ -33,7 +40,23 @@ def test_second_pattern_set_does_not_reread_the_reference(tmp_path):
         cluster.close()
 
 
+def _dask_tls_environment(security: Security, folder) -> dict:
+    """Environment variables that give a Dask client ``security``'s credentials (Dask's own
+    configuration, ``distributed.comm.tls.*``), as a user joining a TLS cluster sets them."""
+    files = {}
+    for name, contents in (("ca.pem", security.tls_ca_file), ("cert.pem", security.tls_client_cert),
+                           ("key.pem", security.tls_client_key)):
+        files[name] = folder / name
+        files[name].write_text(contents)
+    return {"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True",
+            "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(files["ca.pem"]),
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(files["cert.pem"]),
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(files["key.pem"])}
+
+
 def test_cli_joins_a_running_cluster_by_scheduler_file(tmp_path, client):
+    """The fixture's cluster is a seqsift local cluster, so TLS: the command joins it with the
+    credentials given through Dask's configuration."""
     records, patterns = adversarial_genome(5)
     reference = write_fasta(tmp_path / "ref.fa", records)
     scheduler_file = tmp_path / "scheduler.json"
@@ -41,9 +64,94 @@ def test_cli_joins_a_running_cluster_by_scheduler_file(tmp_path, client):
     out = tmp_path / "hits.tsv"
     result = subprocess.run([sys.executable, "-m", "seqsift", "search", reference, "GGATCCATG", "-k", "1",
                              "--scheduler-file", str(scheduler_file), "--backend", "cpu", "-o", str(out)],
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **_dask_tls_environment(client.security, tmp_path)})
     assert result.returncode == 0, result.stderr
     expected = seqsift.search(reference, ["GGATCCATG"], 1, client=client)
     got = pd.read_csv(out, sep="\t").rename(columns={"#record": "record"})
     assert got["start"].tolist() == expected["start"].tolist() and len(got) > 0
     assert client.scheduler_info()["workers"], "the CLI must leave a cluster it joined running"
+
+
+def _http_status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_local_cluster_is_tls_on_localhost_without_http_routes(client):
+    """The fixture's cluster, as seqsift starts every local one: TLS on 127.0.0.1 for the scheduler
+    and the workers, and their HTTP servers answer nothing (no dashboard, health or metrics)."""
+    info = client.scheduler_info(n_workers=-1)
+    addresses = [client.scheduler.address, *info["workers"]]
+    assert all(address.startswith("tls://127.0.0.1:") for address in addresses), addresses
+    http_ports = [info["services"]["dashboard"]] + [w["services"]["dashboard"] for w in info["workers"].values()]
+    for port in http_ports:
+        for path in ("/status", "/health", "/metrics", "/info/main/workers.html", "/json/identity.json"):
+            assert _http_status(port, path) == 404, (port, path)
+
+
+def test_in_process_gpu_cluster_serves_no_http_routes():
+    """The one-GPU cluster runs its worker in this process (no network: inproc); its scheduler's
+    HTTP server must not take 8787 or answer anything either. (Built here without a GPU:
+    only the cluster is checked, no kernel runs.)"""
+    from seqsift.cluster import in_process_gpu_cluster
+
+    cluster = in_process_gpu_cluster()
+    try:
+        with Client(cluster) as own:
+            assert own.scheduler.address.startswith("inproc://")
+            port = own.scheduler_info()["services"]["dashboard"]
+            assert port != 8787
+            assert _http_status(port, "/health") == 404
+    finally:
+        cluster.close()
+
+
+def test_local_cluster_refuses_clients_without_its_credentials(client):
+    """Another user on the machine can reach 127.0.0.1 but cannot submit work: neither in plain
+    TCP nor with TLS credentials of their own."""
+    address = client.scheduler.address
+    with pytest.raises((OSError, TimeoutError)):
+        Client(address.replace("tls://", "tcp://"), timeout=5)
+    with pytest.raises((OSError, TimeoutError)):
+        Client(address, security=Security.temporary(), timeout=5)
+    # The cluster's own credentials do connect: the refusals above are not a broken cluster.
+    with Client(address, security=client.security, timeout=30) as own:
+        assert own.submit(sum, [1, 2], pure=False).result() == 3
+
+
+def test_dashboard_when_asked():
+    """--dashboard: the scheduler serves its dashboard routes (on 8787 when free)."""
+    from seqsift.cluster import local_cluster
+
+    cluster = local_cluster("cpu", workers=1, dashboard=True)
+    try:
+        with Client(cluster) as own:
+            port = own.scheduler_info()["services"]["dashboard"]
+            assert _http_status(port, "/health") == 200
+            assert _http_status(port, "/status") == 200
+    finally:
+        cluster.close()
+
+
+def test_no_port_warning_when_another_cluster_holds_8787(tmp_path):
+    """Another Dask cluster's dashboard on 8787 (here a plain listener, or whoever holds it)
+    must not make every run print Dask's four-line 'Port 8787 is already in use' warning."""
+    console_script = shutil.which("seqsift")
+    if console_script is None:
+        pytest.skip("the seqsift console script is not installed (pip install -e .)")
+    reference = write_fasta(tmp_path / "ref.fa", [("chr1", "ACGTTGCAAGGCTAGCTAGGATCCATGCAAATTTGG" * 50)])
+    with socket.socket() as holder:
+        try:
+            holder.bind(("127.0.0.1", 8787))
+            holder.listen()
+        except OSError:  # already held by someone else: the situation this test needs
+            pass
+        result = subprocess.run([console_script, "search", reference, "GGATCCATG", "-k", "1", "--backend", "cpu",
+                                 "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.count("\n") > 1

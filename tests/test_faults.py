@@ -110,15 +110,15 @@ def test_interrupted_job_resumes(genome, fresh_client, tmp_path):
     expected = undisturbed(genome, fresh_client, tmp_path)
     reference, guides = genome
     out = tmp_path / "resumed.tsv"
-    # First run: every window longer than one chunk core (all but each record's first) fails,
-    # a second after it starts, so that the first windows' tasks finish (and are saved)
-    # before the job fails; without the delay a failure could come back first on a busy machine.
-    fresh_client.run(fault_injection.fail_past, CHUNK, str(tmp_path / "first.log"), 1.0)
+    store = tmp_path / ".resumed.tsv.seqsift-tasks"
+    # First run: every window longer than one chunk core (all but each record's last, short
+    # one) fails, but only once the client has begun saving a finished task (a short window's):
+    # an event, not a delay, so a busy machine cannot reorder it.
+    fresh_client.run(fault_injection.fail_past, CHUNK, str(tmp_path / "first.log"), str(store))
     with pytest.raises(Exception, match="planted fault"):
         seqsift.search(reference, guides, 2, metric="edit", client=fresh_client, output=out, chunk_size=CHUNK)
     assert not out.exists(), "a failed job must leave no output file"
     wait_until_idle(fresh_client)  # retries of the failed run may still be running
-    store = tmp_path / ".resumed.tsv.seqsift-tasks"
     saved = list(store.glob("task-*.arrow"))
     assert saved, "the first run saved no finished task"
 

@@ -1,11 +1,24 @@
-"""A human-size reference (3.1 Gbp, generated) end to end on CPU workers.
+"""Coordinates past 2^31, end to end on CPU workers (FASTA to written hits).
 
-The genome is mostly N (which never matches, so the kernels skip it quickly)
-with guides planted past 2^31 in a 2.2 Gbp record and at both ends of a
-second record: the coordinates of every hit must come back exactly, as int64.
+* ``test_coordinates_past_two_to_the_31_end_to_end`` (every run): a sparse
+  single-line record of 2.2 Gbp with a hand-written ``.fai``, so that no
+  gigabytes are written: the hole reads as zero bytes, which never match, and
+  guides are planted past 2^31 and at the record's end.
+* ``test_three_gigabase_reference_end_to_end`` (``slow``, skipped unless
+  ``-m slow``): a human-size 3.1 Gbp FASTA in 60-base lines, written out in
+  full (3.1 GB on disk) and indexed by pyfaidx, mostly N, with guides planted
+  past 2^31 in a 2.2 Gbp record and at both ends of a second record.
+
+The coordinates of every hit must come back exactly, as int64.
+(tests/test_engine.py ``test_coordinates_beyond_two_to_the_31`` checks the
+arithmetic of one task and the merge in memory, with no file.)
 """
 from __future__ import annotations
 
+import io
+import os
+
+import pandas as pd
 import pytest
 
 import seqsift
@@ -53,3 +66,29 @@ def test_three_gigabase_reference_end_to_end(tmp_path_factory, client):
     assert set(zip(plus["record"], plus["start"])) == PLANTED
     assert (plus["end"] - plus["start"] == len(GUIDE)).all() and (plus["distance"] == 0).all()
     assert hits["start"].dtype.kind == "i" and hits["start"].max() > 2**31
+
+
+def test_coordinates_past_two_to_the_31_end_to_end(tmp_path, client):
+    path = tmp_path / "sparse.fa"
+    header = b">chrSparse\n"
+    length = BIG
+    planted = [2**31 + 1_234_567, length - len(GUIDE)]
+    with open(path, "wb") as handle:
+        handle.write(header)
+        handle.truncate(len(header) + length)  # a hole: zero bytes, no disk space where supported
+        for start in planted:
+            handle.seek(len(header) + start)
+            handle.write(GUIDE.encode())
+        handle.seek(len(header) + length)
+        handle.write(b"\n")
+    if os.stat(path).st_blocks * 512 > 100 << 20:
+        pytest.skip("this filesystem does not make sparse files")
+    (tmp_path / "sparse.fa.fai").write_text(f"chrSparse\t{length}\t{len(header)}\t{length}\t{length + 1}\n")
+    out = tmp_path / "hits.tsv"
+    count = seqsift.search(str(path), [GUIDE], 1, strand="+", client=client, output=out, chunk_size=64_000_000)
+    lines = [line for line in out.read_text().splitlines() if line != "#"]  # the header's own "#" line, if any
+    hits = pd.read_csv(io.StringIO("\n".join(lines) + "\n"), sep="\t", comment=None)
+    hits = hits.rename(columns=lambda column: column.lstrip("#"))
+    assert count == len(planted)
+    assert hits["start"].tolist() == planted and hits["end"].tolist() == [s + len(GUIDE) for s in planted]
+    assert (hits["distance"] == 0).all() and hits["start"].dtype.kind == "i"

@@ -739,3 +739,18 @@ def test_validate_patterns_for_edit_distance_needs_only_m_minus_k_bases():
     one_line_error(excinfo, "'guide'", "at least 17 with k = 3", "longer than every reference record")
     with pytest.raises(InputError):
         validate_patterns_for_job(ps, 3, np.array([17]), "p.txt", metric="hamming")
+
+
+def test_a_long_list_of_sequences_is_no_file_name(tmp_path):
+    """A comma-separated list longer than a file name may be (255 bytes) is read as sequences."""
+    import subprocess
+    import sys
+
+    reference = tmp_path / "ref.fa"
+    reference.write_text(">chr1\n" + "ACGTTGCAAGGCTAGCTAGG" * 10 + "\n")
+    guides = ",".join(["ACGTTGCAAGGCTAGCTAGG"] * 40)
+    result = subprocess.run([sys.executable, "-m", "seqsift", "search", str(reference), guides, "-k", "0",
+                             "--backend", "cpu", "--workers", "1", "--no-progress"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.strip().splitlines()) == 1 + 40 * 10

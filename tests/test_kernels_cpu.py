@@ -19,8 +19,9 @@ from seqsift.kernels import EndHits, driver, edit, find_ends, hamming
 from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternBatch, PatternSet
 
 import oracle
+from cross_check import optional, require
 
-edlib = pytest.importorskip("edlib")
+edlib = optional("edlib")
 
 HAMMING_KERNELS = {"scan": hamming.scan_cpu, "pigeonhole": hamming.pigeonhole_cpu}
 EDIT_KERNELS = {"myers": edit.myers_cpu}
@@ -351,7 +352,7 @@ def test_property_all_kernels_match_oracle(data, patterns, k, seed):
 
 def edlib_agrees(pattern: str, text_letters: str, ours: set, row: int, k: int):
     """edlib's best distance is our smallest d, and its best ends are our ends with that d."""
-    result = edlib.align(pattern, text_letters, mode="HW", task="locations", k=k)
+    result = require(edlib, "edlib").align(pattern, text_letters, mode="HW", task="locations", k=k)
     ours_row = {(e, d) for r, e, d in ours if r == row}
     if result["editDistance"] < 0:
         assert not ours_row

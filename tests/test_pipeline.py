@@ -26,9 +26,10 @@ from seqsift.partitioning import plan_chunks
 from seqsift.patterns import PatternSet
 from seqsift.reference import open_reference
 
+from cross_check import optional, require
 from test_engine import write_fasta
 
-edlib = pytest.importorskip("edlib")
+edlib = optional("edlib")
 
 
 def test_gather_spans_equals_slicing():
@@ -111,6 +112,7 @@ def _cigar_cost(cigar):
 def test_edit_best_rows_agree_with_edlib(tmp_path):
     """Every best-mode locus: edlib's global distance of P to text[start:end] is the row's
     distance, no start further left reaches it, and the CIGAR costs it."""
+    require(edlib, "edlib")
     rng = random.Random(11)
     genome = "".join(rng.choice("ACGT") for _ in range(6000))
     guides = [genome[i:i + 18] for i in (100, 2000, 4100)]

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,14 +82,41 @@ def test_search_with_auto_equals_search_with_each_algorithm(tmp_path, client):
         assert explicit.equals(auto), name
 
 
-def test_bench_quick_writes_its_files_and_the_table(own_cache, tmp_path):
+def test_bench_quick_writes_only_its_report(own_cache, tmp_path):
+    """A smoke test's rough numbers must not replace the table auto uses, the user's or the shipped one."""
+    shipped = Path(seqsift.__file__).parent / "data" / "algorithm_table-cpu.json"
+    shipped_before = shipped.read_bytes()
+    write_table("cpu", [row("edit", 12, 2, 1, "edit-myers", 1e9)])
+    users_before = user_table_path("cpu").read_bytes()
     result = run_bench("cpu", tmp_path / "bench", quick=True, log=lambda line: None)
     assert {p.name for p in (tmp_path / "bench").iterdir()} == {"bench.json", "bench.md", "bench.png"}
+    assert all(r["value"] > 0 and r["time_s"] > 0 for r in result["records"])
+    assert "| `edit-myers` |" in (tmp_path / "bench" / "bench.md").read_text()
+    assert user_table_path("cpu").read_bytes() == users_before
+    assert shipped.read_bytes() == shipped_before
+
+
+def test_bench_full_run_saves_the_table_auto_uses(own_cache, tmp_path, monkeypatch):
+    """A full run (its grid shrunk to the quick one here, for time) saves the table, and auto reads it."""
+    monkeypatch.setattr("seqsift.bench.GRID", QUICK_GRID)
+    monkeypatch.setattr("seqsift.bench.WORK", {"cpu": 2e6, "cuda": 1e9})
+    run_bench("cpu", tmp_path / "bench", log=lambda line: None)
     shapes = {(r["metric"], r["m"], r["k"], r["patterns"]) for r in json.loads(
         user_table_path("cpu").read_text())["measurements"]}
     assert shapes == set(QUICK_GRID)
-    assert all(r["value"] > 0 and r["time_s"] > 0 for r in result["records"])
-    assert "| `edit-myers` |" in (tmp_path / "bench" / "bench.md").read_text()
-    # The table just written is what auto now reads.
     _load.cache_clear()
     assert "algorithm_table-cpu.json" in kernels.choose_algorithm("edit", "cpu", m_max=12, k=2)[1]
+
+
+def test_verbose_reason_names_the_row_used_and_why_it_is_nearest(own_cache):
+    write_table("cpu", [row("edit", 16, 1, 64, "edit-myers", 3e9), row("edit", 16, 1, 64, "edit-wm-scan", 1e9),
+                        row("edit", 100, 4, 1024, "edit-myers", 2e9), row("edit", 16, 0, 1, "edit-myers", 1e9)])
+    algorithm, reason = kernels.choose_algorithm("edit", "cpu", m_max=20, k=2, patterns=200)
+    assert algorithm == "edit-myers"
+    assert "measured at m=16, k=1, 64 patterns" in reason
+    assert "this job (m=20, k=2, 200 patterns)" in reason
+    terms = [abs(math.log2(16 / 20)), abs(1 - 2) / 2, abs(math.log10(64 / 200))]
+    assert " + ".join(f"{t:.2f}" for t in terms) + f" = {sum(terms):.2f}" in reason
+    assert "smallest of 3 measured shapes" in reason
+    _, exact = kernels.choose_algorithm("edit", "cpu", m_max=16, k=1, patterns=64)
+    assert "this job's own shape" in exact

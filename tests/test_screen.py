@@ -22,7 +22,9 @@ from seqsift.errors import InputError
 from seqsift.kernels import sw
 from seqsift.kernels.sw import cpu as sw_cpu
 
-parasail = pytest.importorskip("parasail")
+from cross_check import optional, require
+
+parasail = optional("parasail")
 
 SCORINGS = [sw.Scoring(2, 1, 1), sw.Scoring(3, 5, 2), sw.Scoring(1, 0, 0), sw.Scoring(2, 3, 1), sw.Scoring(5, 1, 4)]
 LETTERS = np.array(list("ACGT"))
@@ -33,6 +35,7 @@ LETTERS = np.array(list("ACGT"))
 # --------------------------------------------------------------------------
 
 def parasail_score(x: str, y: str, scoring: sw.Scoring) -> int:
+    require(parasail, "parasail")
     return parasail.sw(x, y, scoring.gap, scoring.gap, _matrix(scoring)).score
 
 

@@ -13,8 +13,10 @@ It writes, into ``--out`` (default ``./seqsift-bench``):
 * ``bench.md``: the same as a Markdown table, with each paper's own figure
   beside the algorithm it describes;
 * ``bench.png``: throughput per algorithm and shape;
-and it saves the measurements as this machine's algorithm table
-(``planner.user_table_path``), which ``--algorithm auto`` then uses.
+and, for a full run, it saves the measurements as this machine's algorithm
+table (``planner.user_table_path``), which ``--algorithm auto`` then uses.
+A ``--quick`` run (a smoke test on short texts, a few shapes) writes only its
+report: its rough numbers never replace the table ``auto`` uses.
 """
 from __future__ import annotations
 
@@ -154,7 +156,8 @@ def source_commit() -> str:
 
 
 def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = True, log=print) -> dict:
-    """Measure, write bench.json / bench.md / bench.png into ``out``, save the table."""
+    """Measure, write bench.json / bench.md / bench.png into ``out``; a full run with
+    ``save_table`` also saves the table ``auto`` uses (a quick run never does)."""
     rng = np.random.default_rng(2026)
     grid = QUICK_GRID if quick else GRID
     work = (QUICK_WORK if quick else WORK)[backend]
@@ -193,7 +196,9 @@ def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = T
     (out / "bench.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "bench.md").write_text(markdown(result))
     plot(result, out / "bench.png")
-    if save_table:
+    if quick:
+        log("quick run: the table --algorithm auto uses is left as it was")
+    elif save_table:
         from .kernels.planner import _load, user_table_path
 
         path = user_table_path(backend)

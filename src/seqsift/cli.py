@@ -1,14 +1,28 @@
 """The ``seqsift`` command line: ``search``, ``screen`` (screen_cli.py), ``crispr`` (crispr/cli.py), ``demo``, ``bench``.
 
-Bad input ends in one line on stderr (``seqsift: error: ...``) and exit status
-2, with no traceback and no partial output file.
+Every way a run can end shows the user one line on stderr, never a traceback:
+
+* bad input: ``seqsift: error: ...`` naming the file, exit status 2, no
+  partial output file;
+* anything else that fails (a task raising on a worker, a bug):
+  ``seqsift: error: <what> (details in <log>)``, exit status 1, with the full
+  traceback, remote frames included, in that log file (``$TMPDIR/seqsift-*.log``);
+* Ctrl-C: ``seqsift: interrupted``, exit status 130; the local cluster's
+  workers never see the signal (``seqsift.cluster``) and are shut down;
+* the reader of standard output going away (``seqsift search ... | head``):
+  silence, and exit status 141 (128 + SIGPIPE), what a shell reports for
+  ``grep`` or ``cat`` cut short the same way.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shlex
 import sys
+import tempfile
 import time
+import traceback
 from importlib import resources
 
 from . import __version__, kernels
@@ -22,6 +36,8 @@ from .screen_cli import add_screen_parser
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report grep or cat writing to a closed pipe
 
 
 def _gpu_list(text: str) -> list[int]:
@@ -97,10 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
-                                        "table that --algorithm auto uses on this machine.")
+                                        "table that --algorithm auto uses on this machine (not with "
+                                        "--quick).")
     b.add_argument("--backend", default="auto", choices=["auto", *kernels.BACKENDS])
     b.add_argument("--out", default="seqsift-bench", help="folder for the results (default ./seqsift-bench)")
-    b.add_argument("--quick", action="store_true", help="a small grid on short texts (a smoke test)")
+    b.add_argument("--quick", action="store_true",
+                   help="a small grid on short texts (a smoke test): writes only its report, not the table")
     b.add_argument("--no-save-table", action="store_true", help="do not change the table auto uses")
     return parser
 
@@ -180,10 +198,54 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("seqsift: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _discard_standard_output()
+        return EXIT_BROKEN_PIPE
     except OSError as err:  # disk full, permission lost mid-job, ...
         print(f"seqsift: error: {err}", file=sys.stderr)
         return EXIT_FAILED
+    except Exception as err:  # a task that raised on a worker, a bug: the traceback goes to a log
+        print(f"seqsift: error: {_one_line(err)} (details in {_write_traceback_log(err, argv)})",
+              file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _discard_standard_output() -> None:
+    """Point standard output at /dev/null: the interpreter's final flush of what is still
+    buffered would otherwise meet the closed pipe again and print "Exception ignored"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout replaced by something without a descriptor
+        pass
+
+
+def _one_line(err: BaseException, limit: int = 300) -> str:
+    """``Type: first line of the message``, cut at ``limit`` characters."""
+    lines = str(err).strip().splitlines()
+    text = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _write_traceback_log(err: BaseException, argv: list[str] | None) -> str:
+    """Write the command and ``err``'s full traceback to a new ``$TMPDIR/seqsift-*.log``; its path.
+
+    A task's exception raised on a Dask worker carries the worker's frames, so the
+    log shows where on the worker it failed.
+    """
+    command = shlex.join(["seqsift", *(sys.argv[1:] if argv is None else argv)])
+    text = (f"seqsift {__version__}, Python {sys.version.split()[0]}\n$ {command}\n\n"
+            + "".join(traceback.format_exception(err)))
+    try:
+        descriptor, path = tempfile.mkstemp(prefix="seqsift-", suffix=".log")
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(text)
+    except OSError:  # no writable temporary folder: the traceback is the only record left
+        sys.stderr.write(text)
+        return "the traceback above"
+    return path
 
 
 if __name__ == "__main__":

@@ -169,7 +169,7 @@ def patterns_from_arguments(argument: str | None, sequences: list[str], *, alpha
         raise InputError("no patterns: give a PATTERNS file or sequences, or --pattern SEQ")
     on_command_line = list(sequences)
     if argument is not None:
-        if Path(os.path.expanduser(argument)).exists():
+        if _names_a_file(argument):
             if on_command_line:
                 raise InputError("give patterns either as a file or on the command line, not both")
             return argument
@@ -186,6 +186,14 @@ def patterns_from_arguments(argument: str | None, sequences: list[str], *, alpha
                  f"({','.join(item.upper() for item in items)})")
         on_command_line += items
     return patterns_from_cli(on_command_line, alphabet=alphabet)
+
+
+def _names_a_file(argument: str) -> bool:
+    """Whether a file by that name exists (a name too long for the filesystem does not)."""
+    try:
+        return Path(os.path.expanduser(argument)).exists()
+    except OSError:  # ENAMETOOLONG: a long list of sequences, not a file
+        return False
 
 
 def validate_patterns_for_job(patterns: PatternSet, k: int, reference_lengths, source_name: str,

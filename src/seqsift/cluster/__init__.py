@@ -20,18 +20,39 @@ search jobs (DESIGN.md, "cluster").
   cluster, e.g. ``dask cuda worker`` processes started by SLURM; it is left
   running afterwards.
 
-Local clusters bind to 127.0.0.1 and run no dashboard unless asked.
+Local clusters are private to the user who starts them:
+
+* they listen on 127.0.0.1 only, and speak TLS with credentials made up for
+  the cluster and held in memory (``Security.temporary()``): on a shared
+  login node another user can reach the port but cannot submit work, since
+  the scheduler and workers accept only peers holding the cluster's
+  certificate;
+* without ``dashboard=True`` the scheduler and workers serve no HTTP routes
+  (no dashboard, no Prometheus or JSON endpoints), on a port the system
+  picks, so a busy 8787 never matters;
+* their worker processes never see Ctrl-C (SIGINT stays blocked in them, see
+  :func:`_interrupts_deferred`): only the client handles it and shuts the
+  cluster down, so an interrupted job ends without worker tracebacks or
+  leftover processes;
+* their log messages below CRITICAL are silenced: a failed task's exception,
+  with the worker's traceback, reaches the client, which reports it (the
+  command line writes it to a log file and prints one line).
 """
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
-from distributed import Client, LocalCluster
+import dask
+from distributed import Client, LocalCluster, Security
 
 DASHBOARD_ADDRESS = "127.0.0.1:8787"
+NO_DASHBOARD_ADDRESS = "127.0.0.1:0"
+"""Where the scheduler's (route-less) HTTP server listens without a dashboard: any free port."""
 
 NUMBA_THREADS_VARIABLE = "SEQSIFT_NUMBA_THREADS"
 """Environment variable with a CPU worker's share of the cores for Numba's pool."""
@@ -74,21 +95,84 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
         with Client(cluster) as client:
             yield client
     finally:
-        cluster.close()
+        with _interrupts_deferred():  # a second Ctrl-C must not leave the cluster half closed
+            cluster.close()
+
+
+@contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Block SIGINT in this thread for the block, so that every thread and process started in it
+    (the cluster's event loop, the nannies' process-starting threads, the worker processes
+    and the workers they restart later) is born with SIGINT blocked, for good.
+
+    A blocked signal stays blocked across fork and exec, so Python in a worker never turns
+    Ctrl-C into a KeyboardInterrupt traceback, from its first instruction (an ignore handler
+    set by a preload would leave its start-up open). This thread is unblocked again at the
+    end: a Ctrl-C pressed while the cluster was starting is delivered then, once the cluster
+    is whole and can be shut down cleanly (a half-started one ends in Dask's atexit
+    AssertionError). Outside the main thread, or where signal masks do not exist, it does
+    nothing.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    # The first worker start would otherwise launch multiprocessing's resource tracker,
+    # and launching it unblocks SIGINT in the launching thread (the cluster's event loop),
+    # so every later worker would be born with Ctrl-C deliverable again.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _http_settings(dashboard: bool) -> dict:
+    """Dask settings for the cluster's HTTP servers: none of their routes without a dashboard."""
+    if dashboard:
+        return {}
+    return {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 
 
 def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[int] | None = None,
                   dashboard: bool = False):
-    """Start a local cluster for ``backend`` ("cpu" or "cuda")."""
-    dashboard_address = DASHBOARD_ADDRESS if dashboard else None
+    """Start a local cluster for ``backend`` ("cpu" or "cuda"), private to this user (module docstring)."""
+    cluster = None
+    try:
+        # The settings are read while the scheduler and the nannies are made (a nanny passes
+        # its copy to every worker process it starts, restarted ones included).
+        with _interrupts_deferred(), dask.config.set(_http_settings(dashboard)):
+            cluster = _start_local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
+    except BaseException:  # a Ctrl-C delivered as the block ends: close what was started
+        if cluster is not None:
+            with _interrupts_deferred():
+                cluster.close()
+        raise
+    return cluster
+
+
+def _http_options(dashboard: bool) -> dict:
+    """LocalCluster's arguments for the scheduler's HTTP server: the dashboard on 8787 when asked,
+    else a route-less server on any free port (Dask's scheduler starts one anyway, by default
+    on 8787, and warns in four lines when another cluster holds that port)."""
+    if dashboard:
+        return {"dashboard_address": DASHBOARD_ADDRESS}
+    return {"dashboard_address": None,
+            "scheduler_kwargs": {"dashboard": False, "dashboard_address": NO_DASHBOARD_ADDRESS}}
+
+
+def _start_local_cluster(backend: str, *, workers: int | None, gpus: Sequence[int] | None, dashboard: bool):
+    common = dict(host="127.0.0.1", security=Security.temporary(), silence_logs=logging.CRITICAL,
+                  **_http_options(dashboard))
     if backend == "cuda":
         from dask_cuda import LocalCUDACluster
 
         visible = ",".join(str(g) for g in gpus) if gpus else None
         # Two threads per GPU worker: one task reads its chunk from the file while
         # another's kernel runs, so the GPU does not wait for the host.
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, host="127.0.0.1", threads_per_worker=2,
-                                dashboard_address=dashboard_address, silence_logs=logging.ERROR)
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=2, **common)
     cores = cpu_cores()
     n_workers = workers or cores
     numba_threads_per_worker = max(1, cores // n_workers)
@@ -96,9 +180,8 @@ def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[in
     # started its thread pool before the Nanny applies ``env`` (a console script
     # is re-imported in every spawned worker), and Numba then refuses the new
     # value at the next compile. seqsift's own variable is read when a task runs.
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address=dashboard_address, silence_logs=logging.ERROR,
-                        env={NUMBA_THREADS_VARIABLE: str(numba_threads_per_worker)})
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                        env={NUMBA_THREADS_VARIABLE: str(numba_threads_per_worker)}, **common)
 
 
 def gpu_worker_in_process(gpus: Sequence[int] | None) -> bool:
@@ -117,9 +200,9 @@ def in_process_gpu_cluster(*, dashboard: bool = False) -> LocalCluster:
     takes the client with it, so there is no Dask retry on a lost worker: on
     one GPU there was no other worker to retry on.
     """
-    return LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                        dashboard_address=DASHBOARD_ADDRESS if dashboard else None,
-                        silence_logs=logging.ERROR)
+    with dask.config.set(_http_settings(dashboard)):
+        return LocalCluster(n_workers=1, threads_per_worker=2, processes=False, silence_logs=logging.CRITICAL,
+                            **_http_options(dashboard))
 
 
 def worker_count(client: Client) -> int:

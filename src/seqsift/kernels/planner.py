@@ -60,18 +60,24 @@ def measurements(backend: str) -> tuple[tuple[dict, ...], str]:
     return (), "no table"
 
 
+def _distance_terms(point: dict, m: int, k: int, patterns: int) -> tuple[float, float, float]:
+    """How far a measured job shape is from the job, per dimension: log scale for m and counts."""
+    return (abs(math.log2(max(point["m"], 1) / max(m, 1))),
+            abs(point["k"] - k) / 2,
+            abs(math.log10(max(point["patterns"], 1) / max(patterns, 1))))
+
+
 def _distance(point: dict, m: int, k: int, patterns: int) -> float:
-    """How far a measured job shape is from the job: log scale for m and counts."""
-    return (abs(math.log2(max(point["m"], 1) / max(m, 1)))
-            + abs(point["k"] - k) / 2
-            + abs(math.log10(max(point["patterns"], 1) / max(patterns, 1))))
+    return sum(_distance_terms(point, m, k, patterns))
 
 
 def plan(metric: str, backend: str, m_max: int, k: int, patterns: int, admits) -> Choice | None:
     """The measured-fastest admissible algorithm, or None without measurements.
 
     ``admits(name)`` says whether an algorithm can run this job on this
-    backend (it exists there and its limits allow m_max and k).
+    backend (it exists there and its limits allow m_max and k). The reason
+    names the table row used, the job's own shape, and the distance that made
+    that row the nearest, term by term.
     """
     table, source = measurements(backend)
     rows = [r for r in table if r["backend"] == backend and r["metric"] == metric and admits(r["algorithm"])]
@@ -81,6 +87,15 @@ def plan(metric: str, backend: str, m_max: int, k: int, patterns: int, admits) -
     candidates = [r for r in rows if _distance(r, m_max, k, patterns) == nearest]
     best = max(candidates, key=lambda r: r["pattern_positions_per_s"])
     shape = f"m={best['m']}, k={best['k']}, {best['patterns']} patterns"
+    job = f"m={m_max}, k={k}, {patterns} patterns"
+    measured = (f"{best['algorithm']}: fastest measured at {shape} "
+                f"({best['pattern_positions_per_s']:.3g} pattern-positions/s, the best of {len(candidates)} "
+                f"algorithm(s) measured there; {source})")
+    if nearest == 0:
+        return Choice(best["algorithm"], f"{measured}, this job's own shape")
+    m_term, k_term, count_term = _distance_terms(best, m_max, k, patterns)
     return Choice(best["algorithm"],
-                  f"{best['algorithm']}: fastest measured at {shape} "
-                  f"({best['pattern_positions_per_s']:.3g} pattern-positions/s; {source})")
+                  f"{measured}; the table's nearest shape to this job ({job}): distance "
+                  f"|log2(m/{best['m']})| + |k-{best['k']}|/2 + |log10(patterns/{best['patterns']})| = "
+                  f"{m_term:.2f} + {k_term:.2f} + {count_term:.2f} = {nearest:.2f}, the smallest of "
+                  f"{len({(r['m'], r['k'], r['patterns']) for r in rows})} measured shapes")
