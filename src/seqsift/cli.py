@@ -1,4 +1,4 @@
-"""The ``seqsift`` command line: ``search``, ``screen`` (screen_cli.py), ``demo`` and ``bench``.
+"""The ``seqsift`` command line: ``search``, ``screen`` (screen_cli.py), ``crispr`` (crispr/cli.py), ``demo``, ``bench``.
 
 Every way a run can end shows the user one line on stderr, never a traceback:
 
@@ -31,6 +31,7 @@ from .engine import note, search
 from .engine.job import MODES
 from .errors import InputError
 from .patterns import STRAND_CHOICES
+from .crispr.cli import add_crispr_parser
 from .screen_cli import add_screen_parser
 
 EXIT_BAD_INPUT = 2
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-k", type=int, default=3, help="mismatches allowed (default 3)")
     _add_run_options(d)
     add_screen_parser(commands, _add_run_options)
+    add_crispr_parser(commands, _add_run_options)
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "

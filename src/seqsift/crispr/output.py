@@ -1,0 +1,244 @@
+"""Writing CRISPR sites: TSV / BED6 / Parquet (engine.output.TableWriter), Cas-OFFinder's format, the summary.
+
+Columns (TSV has a header line of the column names)::
+
+    guide record start end strand mismatches bulge_type bulge_size guide_aligned site cfd mit
+
+BED6: record, start, end, guide, round(1000 x CFD) (0 where CFD is
+undefined), strand. ``--format cas-offinder``: Cas-OFFinder 2.4's lines
+(``crRNA chromosome position DNA strand mismatches [id]``) for jobs without
+bulges, Cas-OFFinder 3's (``#Id Bulge Type crRNA DNA Chromosome Location
+Direction Mismatches Bulge Size``) for jobs with bulges. Every file is
+written beside its target and moved into place when complete.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..engine.output import TableWriter
+from ..errors import InputError
+from ..patterns import STRAND_SYMBOLS
+from .scores import specificity
+
+COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
+           "guide_aligned", "site", "cfd", "mit"]
+DTYPES = {"guide": object, "record": object, "start": np.int64, "end": np.int64, "strand": object,
+          "mismatches": np.int16, "bulge_type": object, "bulge_size": np.int16, "guide_aligned": object,
+          "site": object, "cfd": np.float64, "mit": np.float64}
+OUTPUT_FORMATS = ("auto", "cas-offinder")
+
+
+def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
+    """Index rows -> the output columns with names (the Python API's frame)."""
+    out = pd.DataFrame({c: rows[c] for c in COLUMNS if c in rows})
+    out["guide"] = np.asarray(guide_names, dtype=object)[rows["guide"].to_numpy()]
+    out["record"] = np.asarray(record_names, dtype=object)[rows["record"].to_numpy()]
+    out["strand"] = np.asarray(STRAND_SYMBOLS, dtype=object)[rows["strand"].to_numpy()]
+    return out[COLUMNS].reset_index(drop=True)
+
+
+class SiteWriter:
+    """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through engine.output.TableWriter."""
+
+    def __init__(self, path, record_names, guide_names):
+        import pyarrow as pa
+
+        self.record_names, self.guide_names = record_names, guide_names
+        self.table = TableWriter(path, COLUMNS, dtypes=DTYPES)
+        self._names = {"record": pa.array(list(record_names), type=pa.string()),
+                       "guide": pa.array(list(guide_names), type=pa.string()),
+                       "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
+
+    @property
+    def count(self) -> int:
+        return self.table.count
+
+    def write(self, rows: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if len(rows) == 0:
+            return
+        arrays = {}
+        for name in COLUMNS:
+            values = rows[name].to_numpy()
+            if name in self._names:
+                arrays[name] = pc.take(self._names[name], pa.array(values))
+            elif values.dtype.kind == "O":
+                arrays[name] = pa.array(values, type=pa.string())
+            elif values.dtype.kind == "f":
+                arrays[name] = pa.array(values, from_pandas=True)  # NaN -> null: an empty TSV field
+            else:
+                arrays[name] = pa.array(values)
+        if self.table.format == "bed":
+            score = np.nan_to_num(np.round(rows["cfd"].to_numpy() * 1000), nan=0).astype(np.int64)
+            arrays = {"chrom": arrays["record"], "start": arrays["start"], "end": arrays["end"],
+                      "name": arrays["guide"], "score": pa.array(score), "strand": arrays["strand"]}
+        self.table.write_table(pa.table(arrays))
+
+    def close(self) -> None:
+        self.table.close()
+
+    def abort(self) -> None:
+        self.table.abort()
+
+
+class CasOffinderWriter:
+    """Cas-OFFinder's output lines (module docstring), to a file (atomically) or standard output."""
+
+    def __init__(self, path, record_names, guide_names, crrna: list[str], with_ids: bool, bulges: bool):
+        self.record_names, self.guide_names, self.crrna = record_names, guide_names, crrna
+        self.with_ids, self.bulges = with_ids, bulges
+        self.count = 0
+        self.path = None if path is None or str(path) == "-" else Path(path)
+        self._temp = None
+        if self.path is None:
+            sys.stdout.flush()
+            self._stream = sys.stdout.buffer
+        else:
+            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.resolve().parent)
+            self._temp = Path(temp)
+            self._stream = os.fdopen(fd, "wb")
+        if bulges:
+            self._stream.write(b"#Id\tBulge Type\tcrRNA\tDNA\tChromosome\tLocation\tDirection\tMismatches\tBulge Size\n")
+
+    def write(self, rows: pd.DataFrame) -> None:
+        """Lines built column-wise in Arrow (no Python object per site): millions of sites are common."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as csv
+
+        if len(rows) == 0:
+            return
+        text = lambda values: pa.array(np.asarray(values).astype(object), type=pa.string())  # noqa: E731
+        names = lambda table, index: pc.take(pa.array(list(table), type=pa.string()), pa.array(index))  # noqa: E731
+        guide, record = rows["guide"].to_numpy(), rows["record"].to_numpy()
+        strand = names(STRAND_SYMBOLS, rows["strand"].to_numpy())
+        if self.bulges:
+            kind = pc.replace_substring(text(rows["bulge_type"]), "none", "X")
+            columns = [names(self.guide_names, guide), kind, text(rows["guide_aligned"]), text(rows["site"]),
+                       names(self.record_names, record), pa.array(rows["start"].to_numpy()), strand,
+                       pa.array(rows["mismatches"].to_numpy()), pa.array(rows["bulge_size"].to_numpy())]
+        else:
+            columns = [names(self.crrna, guide), names(self.record_names, record), pa.array(rows["start"].to_numpy()),
+                       text(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
+            if self.with_ids:
+                columns.append(names(self.guide_names, guide))
+        table = pa.table({f"c{i}": column for i, column in enumerate(columns)})
+        encoded = pa.BufferOutputStream()
+        csv.write_csv(table, encoded, write_options=csv.WriteOptions(include_header=False, delimiter="\t",
+                                                                    quoting_style="none"))
+        self._stream.write(encoded.getvalue().to_pybytes())
+        self.count += len(rows)
+
+    def close(self) -> None:
+        if self._temp is None:
+            self._stream.flush()
+            return
+        self._stream.close()
+        os.replace(self._temp, self.path)
+        self._temp = None
+
+    def abort(self) -> None:
+        if self._temp is not None:
+            self._stream.close()
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
+
+
+class FrameCollector:
+    """The Python API's writer: named rows in one DataFrame."""
+
+    def __init__(self, record_names, guide_names):
+        self.record_names, self.guide_names = record_names, guide_names
+        self.parts: list[pd.DataFrame] = []
+        self.count = 0
+
+    def write(self, rows: pd.DataFrame) -> None:
+        if len(rows):
+            self.parts.append(named(rows, self.record_names, self.guide_names))
+            self.count += len(rows)
+
+    def frame(self) -> pd.DataFrame:
+        if not self.parts:
+            return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS})
+        return pd.concat(self.parts, ignore_index=True)
+
+
+class Summary:
+    """Per guide: sites at each (bulge, mismatch) count, and CRISPOR's MIT and CFD specificity.
+
+    Columns: ``guide sequence mm0 .. mmK [dna1_mm0 ..] [rna1_mm0 ..] mit_specificity cfd_specificity``;
+    a specificity is empty where no site of the guide has a defined score.
+    """
+
+    def __init__(self, guide_names, sequences, max_mismatches: int, dna_bulge: int, rna_bulge: int):
+        self.guide_names, self.sequences = list(guide_names), list(sequences)
+        self.classes = [("none", 0)] + [("DNA", b) for b in range(1, dna_bulge + 1)] + \
+                       [("RNA", b) for b in range(1, rna_bulge + 1)]
+        self.max_mismatches = max_mismatches
+        guides = len(self.guide_names)
+        self.counts = np.zeros((guides, len(self.classes), max_mismatches + 1), dtype=np.int64)
+        self.sums = {"mit": np.zeros(guides), "cfd": np.zeros(guides)}
+        self.defined = {"mit": np.zeros(guides, bool), "cfd": np.zeros(guides, bool)}
+        self.on_target = {"mit": np.zeros(guides), "cfd": np.zeros(guides)}  # best perfect site: the guide's own
+
+    def add(self, rows: pd.DataFrame) -> None:
+        if len(rows) == 0:
+            return
+        guide = rows["guide"].to_numpy()
+        kind, size = rows["bulge_type"].to_numpy(), rows["bulge_size"].to_numpy().astype(np.int64)
+        dna_classes = sum(1 for k, _ in self.classes if k == "DNA")
+        # classes: none, then DNA 1..B, then RNA 1..B (in __init__'s order)
+        klass = np.where(kind == "none", 0, np.where(kind == "DNA", size, dna_classes + size))
+        np.add.at(self.counts, (guide, klass, rows["mismatches"].to_numpy()), 1)
+        perfect = (klass == 0) & (rows["mismatches"].to_numpy() == 0)
+        for score in ("mit", "cfd"):
+            values = rows[score].to_numpy()
+            known = ~np.isnan(values)
+            np.add.at(self.sums[score], guide[known], values[known])
+            self.defined[score][guide[known]] = True
+            for g, v in zip(guide[perfect & known], values[perfect & known]):
+                self.on_target[score][g] = max(self.on_target[score][g], v)
+
+    def frame(self) -> pd.DataFrame:
+        columns = {"guide": self.guide_names, "sequence": self.sequences}
+        for c, (kind, size) in enumerate(self.classes):
+            prefix = "" if kind == "none" else f"{kind.lower()}{size}_"
+            for m in range(self.max_mismatches + 1):
+                columns[f"{prefix}mm{m}"] = self.counts[:, c, m]
+        for score, scale in (("mit", 1.0), ("cfd", 100.0)):
+            off_target = self.sums[score] - self.on_target[score]
+            columns[f"{score}_specificity"] = pd.array(
+                [specificity([s], scale) if d else None for s, d in zip(off_target, self.defined[score])],
+                dtype="Int64")
+        return pd.DataFrame(columns)
+
+    def write(self, path) -> None:
+        frame = self.frame()
+        target = Path(path)
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.resolve().parent)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write("\t".join(frame.columns) + "\n")  # a plain header line, as the site TSV
+                frame.to_csv(handle, sep="\t", header=False, index=False, na_rep="")
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+
+def check_summary_path(path) -> None:
+    if path is None:
+        return
+    directory = Path(path).resolve().parent
+    if not directory.is_dir():
+        raise InputError(f"{path}: summary directory {directory} does not exist")
+    if Path(path).is_dir():
+        raise InputError(f"{path}: the summary path is a folder, not a file")

@@ -1,0 +1,169 @@
+"""CRISPR off-target kernels: PAM candidates first, then every guide at each candidate.
+
+The family's only public face (the ``seqsift.crispr`` job calls nothing else):
+
+* :func:`orient_guides`: guides and PAM -> :class:`GuideRows`, one row per
+  (guide, strand) in forward-text orientation, plus the PAM per strand;
+* :func:`find_sites`: one chunk's text codes -> :class:`SiteHits`, on the
+  ``cpu`` (Numba, ``cpu.py``) or ``cuda`` (CuPy RawModule over ``crispr.cu``,
+  ``cuda.py``) backend.
+
+What a site is (issue 16; Cas-OFFinder 2.4's meaning, bulges as Cas-OFFinder 3):
+on ``+`` the text T[s:e] reads guide + PAM (``pam_side=3``, Cas9) or
+PAM + guide (``pam_side=5``, Cas12a); on ``-`` its reverse complement does.
+The PAM matches exactly (a text base within its IUPAC set; non-ACGT text never
+matches); the guide part has at most ``limit`` mismatches (non-ACGT text is a
+mismatch). With bulges, the protospacer (the genome bases paired with the
+guide) is L + b long (DNA bulge: b extra genome bases between guide positions
+i and i + 1, 1 <= i < L) or L - b long (RNA bulge: guide bases i .. i + b - 1
+unpaired, never the first or the last); the PAM stays adjacent to it.
+
+In forward orientation every row is a guide (reverse complemented on ``-``)
+with its PAM to the left or to the right (``pam_right``):
+
+    + strand, 3' PAM: [guide][PAM]     - strand, 3' PAM: [PAM'][guide']
+    + strand, 5' PAM: [PAM][guide]     - strand, 5' PAM: [guide'][PAM']
+
+so a PAM match at text position p fixes where the protospacer ends (PAM to
+the right: at p) or starts (PAM to the left: at p + P), for every guide of
+that strand at once. That is the point of the PAM-first design: candidates
+are found once per chunk (NGG: 1/16 of positions per strand) and only they are
+checked, guide by guide.
+
+Hits report the site's start and length in the chunk's text, the bulge (type
+0 none, 1 DNA, 2 RNA; size; ``bulge_at`` = j, the number of row bases before
+the bulge in forward orientation) and the mismatches. Of several bulge
+positions for one site, the one with the fewest mismatches is kept, and on a
+tie the leftmost in the guide's own 5'->3' orientation (smallest j on ``+``,
+largest on ``-``). Different bulge sizes give different site lengths, hence
+different rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...alphabet import reverse_complement_masks
+
+BACKENDS = ("cpu", "cuda")
+BULGE_NONE, BULGE_DNA, BULGE_RNA = 0, 1, 2
+BULGE_NAMES = ("none", "DNA", "RNA")
+MAX_BULGE = 2
+"""Largest DNA or RNA bulge size supported (Cas-OFFinder 3 users ask for 1-2)."""
+CUDA_MAX_GUIDE = 32
+"""Longest guide the CUDA kernel packs (4 bits a base in 128 bits); longer ones run on the CPU kernel."""
+
+
+@dataclass(frozen=True)
+class GuideRows:
+    """Guides oriented for the forward text: one row per (guide, strand).
+
+    masks       (rows, L_max) uint8 IUPAC masks (seqsift.alphabet), row r valid in [0, lengths[r])
+    lengths     (rows,) int32
+    strand      (rows,) int8: 0 (+) or 1 (-)
+    limit       (rows,) int16: mismatches allowed for the row's guide
+    guide_index (rows,) int32: the guide's index in the job
+    pam_masks   (2, P) uint8: the PAM in forward orientation for + (row 0) and - (row 1)
+    pam_right   (2,) bool: the PAM lies right of the protospacer in forward orientation
+    """
+
+    masks: np.ndarray
+    lengths: np.ndarray
+    strand: np.ndarray
+    limit: np.ndarray
+    guide_index: np.ndarray
+    pam_masks: np.ndarray
+    pam_right: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @property
+    def pam_length(self) -> int:
+        return int(self.pam_masks.shape[1])
+
+
+@dataclass(frozen=True)
+class SiteHits:
+    """Kernel output, parallel arrays, one entry per site (any order)."""
+
+    row: np.ndarray          # int32, row of GuideRows
+    start: np.ndarray        # int64, site start (PAM included) relative to text[0]
+    length: np.ndarray       # int32, site length (PAM + protospacer)
+    bulge_type: np.ndarray   # int8, BULGE_NONE / BULGE_DNA / BULGE_RNA
+    bulge_size: np.ndarray   # int8
+    bulge_at: np.ndarray     # int16, row bases before the bulge (forward orientation)
+    mismatches: np.ndarray   # int16
+
+    @classmethod
+    def empty(cls) -> "SiteHits":
+        return cls(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int8),
+                   np.empty(0, np.int8), np.empty(0, np.int16), np.empty(0, np.int16))
+
+    def __len__(self) -> int:
+        return int(self.row.shape[0])
+
+    def sorted(self) -> "SiteHits":
+        """Ordered by (start, length, row)."""
+        order = np.lexsort((self.row, self.length, self.start))
+        return SiteHits(*(getattr(self, f)[order] for f in self.__dataclass_fields__))
+
+
+def orient_guides(guide_masks: list[np.ndarray], limits, pam_masks: np.ndarray, pam_side: int,
+                  strands: tuple[int, ...] = (0, 1), guide_indices=None) -> GuideRows:
+    """Rows for each guide x strand (guide-major), with the PAM of each strand.
+
+    ``guide_masks``: IUPAC masks of each guide (5'->3'); ``limits``: mismatches
+    allowed per guide; ``pam_masks``: the PAM's masks (5'->3'); ``pam_side``: 3 or 5.
+    """
+    if pam_side not in (3, 5):
+        raise ValueError(f"pam_side must be 3 or 5, not {pam_side!r}")
+    indices = range(len(guide_masks)) if guide_indices is None else guide_indices
+    rows, lengths, strand, limit, guide_index = [], [], [], [], []
+    for i, masks, k in zip(indices, guide_masks, limits):
+        for s in strands:
+            rows.append(masks if s == 0 else reverse_complement_masks(masks))
+            lengths.append(len(masks))
+            strand.append(s)
+            limit.append(k)
+            guide_index.append(i)
+    table = np.zeros((len(rows), max(lengths, default=1)), dtype=np.uint8)
+    for r, m in enumerate(rows):
+        table[r, :len(m)] = m
+    pam = np.asarray(pam_masks, dtype=np.uint8)
+    # + strand: the PAM is right of the guide for a 3' PAM; - strand: mirrored.
+    pam_right = np.array([pam_side == 3, pam_side != 3])
+    return GuideRows(masks=table, lengths=np.array(lengths, dtype=np.int32), strand=np.array(strand, dtype=np.int8),
+                     limit=np.array(limit, dtype=np.int16), guide_index=np.array(guide_index, dtype=np.int32),
+                     pam_masks=np.stack([pam, reverse_complement_masks(pam)]), pam_right=pam_right)
+
+
+def site_halo(rows: GuideRows, dna_bulge: int) -> int:
+    """Text a chunk must read before its core so that no site is cut: the longest site minus one."""
+    return int(rows.lengths.max(initial=1)) + rows.pam_length + dna_bulge - 1
+
+
+def find_sites(backend: str, text, rows: GuideRows, dna_bulge: int, rna_bulge: int,
+               owned_lo: int, owned_hi: int) -> SiteHits:
+    """Every site of every row in ``text`` whose last base lies in [owned_lo, owned_hi).
+
+    ``backend`` ``cuda`` runs guides of up to CUDA_MAX_GUIDE bases on the GPU
+    (mismatches and bulges); longer guides go to the CPU kernel.
+    """
+    if max(dna_bulge, rna_bulge) > MAX_BULGE or min(dna_bulge, rna_bulge) < 0:
+        raise ValueError(f"bulge sizes must lie in 0..{MAX_BULGE}")
+    if backend == "cpu":
+        from .cpu import find_sites_cpu
+
+        return find_sites_cpu(text, rows, dna_bulge, rna_bulge, owned_lo, owned_hi)
+    if backend == "cuda":
+        from .cuda import find_sites_cuda
+
+        return find_sites_cuda(text, rows, dna_bulge, rna_bulge, owned_lo, owned_hi)
+    raise ValueError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
+
+
+__all__ = ["BULGE_DNA", "BULGE_NAMES", "BULGE_NONE", "BULGE_RNA", "CUDA_MAX_GUIDE", "GuideRows", "MAX_BULGE",
+           "SiteHits", "find_sites", "orient_guides", "site_halo"]

@@ -1,0 +1,241 @@
+"""CPU (Numba) kernel of the CRISPR family: PAM candidates, then each guide row at each candidate.
+
+Per strand: one pass over the chunk lists the positions where that strand's
+PAM matches exactly (``_pam_candidates``); then every row of that strand is
+checked at every candidate (``_check_candidates``). Without bulges a row is a
+plain count of mismatches with an early exit past its limit. With bulges each
+(type, size) fixes the protospacer's length and start; the best bulge position
+j comes from a prefix count (row[0:j] against the protospacer's first bases)
+plus a shifted suffix count, O(L) per (candidate, row, bulge size).
+
+Rows of plain A/C/G/T guides of up to 32 bases take a faster path when
+there are no bulges (``_check_packed``): each candidate's protospacer window
+is packed once, 2 bits a base, into one 64-bit word, and each row costs an
+XOR, a fold of each base's two bits onto one, an OR of the window's
+non-ACGT bases, and a popcount.
+
+Each task runs on one core (a worker process's thread, or one of the task
+threads of an in-process CPU cluster: the kernels release the GIL), so the
+kernel is serial; it writes into preallocated arrays and is rerun with room
+for all hits if they did not fit.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import BULGE_DNA, BULGE_NONE, BULGE_RNA, GuideRows, SiteHits
+
+INITIAL_CAPACITY = 1 << 14
+
+
+@njit(cache=True, nogil=True)
+def _pam_candidates(text, pam):
+    """Positions p with text[p:p+P] within the PAM's IUPAC sets (non-ACGT text never matches)."""
+    n, length = text.shape[0], pam.shape[0]
+    out = np.empty(max(0, n - length + 1), dtype=np.int64)
+    count = 0
+    for p in range(n - length + 1):
+        ok = True
+        for i in range(length):
+            code = text[p + i]
+            if code > 3 or not (pam[i] >> code) & 1:
+                ok = False
+                break
+        if ok:
+            out[count] = p
+            count += 1
+    return out[:count]
+
+
+@njit(inline="always")
+def _mismatch(mask, code) -> int:
+    return 1 if code > 3 or not (mask >> code) & 1 else 0
+
+
+@njit(cache=True, nogil=True)
+def _check_candidates(text, candidates, masks, lengths, limits, row_ids, minus, pam_right, pam_length,
+                      dna_bulge, rna_bulge, owned_lo, owned_hi, count,
+                      out_row, out_start, out_length, out_type, out_size, out_at, out_mm):
+    """Append every qualifying (candidate, row, bulge) to the out arrays from slot ``count``.
+
+    Returns the new count; slots past the arrays' capacity are counted but not written.
+    """
+    n = text.shape[0]
+    capacity = out_row.shape[0]
+    max_len = masks.shape[1]
+    prefix = np.zeros(max_len + 1, dtype=np.int32)
+    suffix = np.zeros(max_len + 2, dtype=np.int32)
+    for c in range(candidates.shape[0]):
+        p = candidates[c]
+        for r_i in range(row_ids.shape[0]):
+            r = row_ids[r_i]
+            length = lengths[r]
+            limit = limits[r]
+            for option in range(1 + dna_bulge + rna_bulge):
+                if option == 0:
+                    kind, size, span = BULGE_NONE, 0, length
+                elif option <= dna_bulge:
+                    kind, size = BULGE_DNA, option
+                    span = length + size
+                else:
+                    kind, size = BULGE_RNA, option - dna_bulge
+                    span = length - size
+                    if length < size + 2:  # the bulge may hold neither the first nor the last base
+                        continue
+                if pam_right:
+                    g0 = p - span
+                    start, end = g0, p + pam_length
+                else:
+                    g0 = p + pam_length
+                    start, end = p, g0 + span
+                if start < 0 or end > n or end - 1 < owned_lo or end - 1 >= owned_hi:
+                    continue
+                best, best_at = limit + 1, 0
+                if kind == BULGE_NONE:
+                    mm = 0
+                    for i in range(length):
+                        mm += _mismatch(masks[r, i], text[g0 + i])
+                        if mm > limit:
+                            break
+                    best = mm
+                else:
+                    # prefix[j]: mismatches of row[0:j] against text[g0:g0+j].
+                    for i in range(length):
+                        prefix[i + 1] = prefix[i] + _mismatch(masks[r, i], text[g0 + i])
+                    # suffix[t]: mismatches of row[t:] against the text shifted by +size (DNA) or -size (RNA).
+                    shift = size if kind == BULGE_DNA else -size
+                    suffix[length] = 0
+                    for i in range(length - 1, -1, -1):
+                        t = g0 + i + shift
+                        suffix[i] = suffix[i + 1] + (_mismatch(masks[r, i], text[t]) if 0 <= t < n else 1)
+                    last_j = length - 1 if kind == BULGE_DNA else length - 1 - size
+                    for j in range(1, last_j + 1):
+                        tail = j if kind == BULGE_DNA else j + size
+                        mm = prefix[j] + suffix[tail]
+                        if mm < best or (mm == best and minus and mm <= limit):
+                            best, best_at = mm, j
+                if best > limit:
+                    continue
+                if count < capacity:
+                    out_row[count] = r
+                    out_start[count] = start
+                    out_length[count] = end - start
+                    out_type[count] = kind
+                    out_size[count] = size
+                    out_at[count] = best_at
+                    out_mm[count] = best
+                count += 1
+    return count
+
+
+EVEN_BITS = np.uint64(0x5555555555555555)
+PACK_MAX = 32
+
+
+@njit(inline="always")
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+def pack_rows(rows: GuideRows, row_ids: np.ndarray, window: int, pam_right: bool):
+    """(codes, care) per row: 2-bit base codes and the even bit of each base the row covers.
+
+    Rows sit in a ``window``-base word aligned to the protospacer's PAM end:
+    the last ``L`` bases when the PAM is right of it, the first when left.
+    """
+    codes = np.zeros(len(row_ids), dtype=np.uint64)
+    care = np.zeros(len(row_ids), dtype=np.uint64)
+    single = {1: 0, 2: 1, 4: 2, 8: 3}
+    for n, r in enumerate(row_ids):
+        length = int(rows.lengths[r])
+        offset = window - length if pam_right else 0
+        for i in range(length):
+            codes[n] |= np.uint64(single[int(rows.masks[r, i])]) << np.uint64(2 * (offset + i))
+            care[n] |= np.uint64(1) << np.uint64(2 * (offset + i))
+    return codes, care
+
+
+@njit(cache=True, nogil=True)
+def _check_packed(text, candidates, window, row_ids, codes, care, lengths, limits, pam_right, pam_length,
+                  owned_lo, owned_hi, count, out_row, out_start, out_length, out_type, out_size, out_at, out_mm):
+    """No bulges, A/C/G/T rows of at most 32 bases: one packed word per candidate, a popcount per row."""
+    n = text.shape[0]
+    capacity = out_row.shape[0]
+    for c in range(candidates.shape[0]):
+        p = candidates[c]
+        g0 = p - window if pam_right else p + pam_length
+        if pam_right and (p + pam_length - 1 < owned_lo or p + pam_length - 1 >= owned_hi):
+            continue
+        packed = np.uint64(0)
+        other = np.uint64(0)  # non-ACGT bases, and bases beyond the text (no row's site reaches them)
+        for i in range(window):
+            t = g0 + i
+            code = text[t] if 0 <= t < n else 4
+            if code > 3:
+                other |= np.uint64(1) << np.uint64(2 * i)
+            else:
+                packed |= np.uint64(code) << np.uint64(2 * i)
+        for k in range(row_ids.shape[0]):
+            length = lengths[row_ids[k]]
+            if pam_right:
+                start, end = p - length, p + pam_length
+            else:
+                start, end = p, g0 + length
+                if end - 1 < owned_lo or end - 1 >= owned_hi:
+                    continue
+            if start < 0 or end > n:
+                continue
+            x = packed ^ codes[k]
+            mm = _popcount((((x | (x >> np.uint64(1))) & EVEN_BITS) | other) & care[k])
+            if mm > limits[row_ids[k]]:
+                continue
+            if count < capacity:
+                out_row[count] = row_ids[k]
+                out_start[count] = start
+                out_length[count] = end - start
+                out_type[count] = BULGE_NONE
+                out_size[count] = 0
+                out_at[count] = 0
+                out_mm[count] = mm
+            count += 1
+    return count
+
+
+def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
+    """The CPU kernel behind :func:`seqsift.kernels.crispr.find_sites`."""
+    text = np.ascontiguousarray(text, dtype=np.uint8)
+    capacity = INITIAL_CAPACITY
+    strands = [(s, np.flatnonzero(rows.strand == s).astype(np.int64)) for s in (0, 1)]
+    strands = [(s, ids) for s, ids in strands if len(ids)]
+    candidates = {s: _pam_candidates(text, rows.pam_masks[s]) for s, _ in strands}
+    while True:
+        out = SiteHits(np.empty(capacity, np.int32), np.empty(capacity, np.int64), np.empty(capacity, np.int32),
+                       np.empty(capacity, np.int8), np.empty(capacity, np.int8), np.empty(capacity, np.int16),
+                       np.empty(capacity, np.int16))
+        count = 0
+        outs = (out.row, out.start, out.length, out.bulge_type, out.bulge_size, out.bulge_at, out.mismatches)
+        for s, row_ids in strands:
+            pam_right = bool(rows.pam_right[s])
+            general, general_candidates = row_ids, candidates[s]
+            if dna_bulge == 0 and rna_bulge == 0:
+                packable = np.array([rows.lengths[r] <= PACK_MAX and
+                                     all(int(m) in (1, 2, 4, 8) for m in rows.masks[r, :rows.lengths[r]])
+                                     for r in row_ids], dtype=bool)
+                if packable.any():
+                    fast = row_ids[packable]
+                    window = int(rows.lengths[fast].max())
+                    codes, care = pack_rows(rows, fast, window, pam_right)
+                    count = _check_packed(text, candidates[s], window, fast, codes, care, rows.lengths, rows.limit,
+                                          pam_right, rows.pam_length, owned_lo, owned_hi, count, *outs)
+                    general = row_ids[~packable]
+            if len(general):
+                count = _check_candidates(text, general_candidates, rows.masks, rows.lengths, rows.limit, general,
+                                          s == 1, pam_right, rows.pam_length, dna_bulge, rna_bulge,
+                                          owned_lo, owned_hi, count, *outs)
+        if count <= capacity:
+            return SiteHits(*(getattr(out, f)[:count] for f in SiteHits.__dataclass_fields__))
+        capacity = count

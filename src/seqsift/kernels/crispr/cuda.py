@@ -1,0 +1,114 @@
+"""CUDA launcher of the CRISPR family (kernels in ``crispr.cu``, loaded with kernels/cuda.py's ``load_module``).
+
+Per strand: ``crispr_pam_candidates`` compacts the PAM matches of the chunk
+on the device; then per group of rows of one length (L <= 32)
+``crispr_check`` runs one thread per candidate over tiles of 256 rows held in
+shared memory, each row a 128-bit one-hot word (4 bits a base: IUPAC codes
+are several bits). Hits are compacted on the device; a launch whose hits did
+not fit runs again with room for all. Rows longer than 32 bases go to the CPU
+kernel. CuPy is imported inside the functions only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import CUDA_MAX_GUIDE, GuideRows, SiteHits
+
+THREADS = 256
+ROWS_PER_BLOCK = 256  # as in crispr.cu
+INITIAL_CAPACITY = 1 << 16
+
+
+def guide_words(rows: GuideRows, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) 64-bit halves of each row's one-hot word: nibble i = the IUPAC mask of base i."""
+    low = np.zeros(len(row_ids), dtype=np.uint64)
+    high = np.zeros(len(row_ids), dtype=np.uint64)
+    for n, r in enumerate(row_ids):
+        word = 0
+        for i in range(int(rows.lengths[r])):
+            word |= int(rows.masks[r, i]) << (4 * i)
+        low[n] = word & 0xFFFF_FFFF_FFFF_FFFF
+        high[n] = word >> 64
+    return low, high
+
+
+def _candidates(module, text, n: int, pam: np.ndarray):
+    import cupy
+
+    pam_device = cupy.asarray(pam, dtype=cupy.uint8)
+    capacity = max(1024, n // 8)
+    while True:
+        count = cupy.zeros(1, dtype=cupy.uint64)
+        out = cupy.empty(capacity, dtype=cupy.int64)
+        blocks = min(65_535 * 4, max(1, (n + THREADS - 1) // THREADS))
+        module.get_function("crispr_pam_candidates")(
+            (blocks,), (THREADS,), (text, np.int64(n), pam_device, np.int32(len(pam)), count, out,
+                                    np.uint64(capacity)))
+        found = int(count.get()[0])
+        if found <= capacity:
+            return out[:found]
+        capacity = found
+
+
+def find_sites_cuda(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
+    """The CUDA kernel behind :func:`seqsift.kernels.crispr.find_sites`."""
+    import cupy
+
+    from ..cuda import load_module, to_device_text
+
+    module = load_module("crispr/crispr.cu")
+    text_device = to_device_text(text)
+    n = int(text_device.shape[0])
+    parts: list[SiteHits] = []
+    long_rows = np.flatnonzero(rows.lengths > CUDA_MAX_GUIDE)
+    for strand in (0, 1):
+        ids = np.flatnonzero((rows.strand == strand) & (rows.lengths <= CUDA_MAX_GUIDE))
+        if len(ids) == 0:
+            continue
+        candidates = _candidates(module, text_device, n, rows.pam_masks[strand])
+        if len(candidates) == 0:
+            continue
+        for length in np.unique(rows.lengths[ids]):
+            same = ids[rows.lengths[ids] == length]
+            parts.append(_check(module, text_device, n, candidates, rows, same, int(length), strand,
+                                dna_bulge, rna_bulge, owned_lo, owned_hi))
+    if len(long_rows):
+        from .cpu import find_sites_cpu
+
+        subset = GuideRows(rows.masks[long_rows], rows.lengths[long_rows], rows.strand[long_rows],
+                           rows.limit[long_rows], rows.guide_index[long_rows], rows.pam_masks, rows.pam_right)
+        hits = find_sites_cpu(cupy.asnumpy(text_device), subset, dna_bulge, rna_bulge, owned_lo, owned_hi)
+        parts.append(SiteHits(long_rows[hits.row].astype(np.int32), *(getattr(hits, f) for f in
+                                                                         list(SiteHits.__dataclass_fields__)[1:])))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return SiteHits.empty()
+    return SiteHits(*(np.concatenate([getattr(p, f) for p in parts]) for f in SiteHits.__dataclass_fields__))
+
+
+def _check(module, text, n, candidates, rows: GuideRows, row_ids, length, strand, dna_bulge, rna_bulge,
+           owned_lo, owned_hi) -> SiteHits:
+    import cupy
+
+    low, high = guide_words(rows, row_ids)
+    low, high = cupy.asarray(low), cupy.asarray(high)
+    limits = cupy.asarray(rows.limit[row_ids].astype(np.int16))
+    ids = cupy.asarray(row_ids.astype(np.int32))
+    tiles = (len(row_ids) + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    blocks = min(4096, max(1, (len(candidates) + THREADS - 1) // THREADS))
+    capacity = INITIAL_CAPACITY
+    while True:
+        count = cupy.zeros(1, dtype=cupy.uint64)
+        out = (cupy.empty(capacity, cupy.int32), cupy.empty(capacity, cupy.int64), cupy.empty(capacity, cupy.int32),
+               cupy.empty(capacity, cupy.int8), cupy.empty(capacity, cupy.int8), cupy.empty(capacity, cupy.int16),
+               cupy.empty(capacity, cupy.int16))
+        module.get_function("crispr_check")(
+            (blocks, tiles), (THREADS,),
+            (text, np.int64(n), candidates, np.int64(len(candidates)), low, high, limits, ids,
+             np.int32(len(row_ids)), np.int32(length), np.int32(rows.pam_length), np.int32(bool(rows.pam_right[strand])),
+             np.int32(strand == 1), np.int32(dna_bulge), np.int32(rna_bulge), np.int64(owned_lo), np.int64(owned_hi),
+             count, np.uint64(capacity), *out))
+        found = int(count.get()[0])
+        if found <= capacity:
+            return SiteHits(*(a[:found].get() for a in out))
+        capacity = found
