@@ -14,6 +14,7 @@ import pytest
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
 from seqsift.kernels import rowdp
+from seqsift.kernels.rowdp import cuda as rowdp_cuda
 from seqsift.patterns import PatternSet
 
 import oracle
@@ -123,8 +124,8 @@ def test_every_tile_width(algorithm, columns):
 
 def test_global_kernel_in_pieces_and_row_chunks(monkeypatch):
     """rowdp_global's launcher split into many text pieces (one X matrix each) and row chunks."""
-    monkeypatch.setattr(rowdp, "SCRATCH_BYTES", 64 * 1024)
-    monkeypatch.setattr(rowdp, "PIECE_CHARS", 3_000)
+    monkeypatch.setattr(rowdp_cuda, "SCRATCH_BYTES", 64 * 1024)
+    monkeypatch.setattr(rowdp_cuda, "PIECE_CHARS", 3_000)
     rng = random.Random(21)
     text = random_dna(rng, 20_000)
     patterns = [mutate(rng, text[s:s + rng.randint(12, 60)], 2) for s in rng.sample(range(19_900), 30)]
