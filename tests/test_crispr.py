@@ -339,3 +339,24 @@ def test_cas_offinder_input_with_a_folder_of_fasta_files(client, tmp_path):
     got = seqsift.crispr(None, cas_offinder=str(spec), client=client, backend="cpu")
     assert as_rows(got) == oracle_sites(records, guides, "NGG", 2)
     assert list(dict.fromkeys(got["record"])) == [name for name, _ in records if name in set(got["record"])]
+
+
+def test_saved_tasks_outlive_a_failure_while_the_output_is_put_in_place(tmp_path, monkeypatch):
+    """The end of a job in order: output in place, then the saved tasks go (issue 14, item 4)."""
+    from seqsift.crispr.output import SiteWriter
+
+    rng = random.Random(6)
+    records, guides = random_case(rng, "ACGT", 8, guides=2)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    out = tmp_path / "sites.tsv"
+    store = tmp_path / ".sites.tsv.seqsift-tasks"
+
+    def failing_close(self):
+        raise OSError("disk full while renaming")
+
+    monkeypatch.setattr(SiteWriter, "close", failing_close)
+    with pytest.raises(OSError, match="disk full"):
+        seqsift.crispr(str(reference), guides, output=str(out), pam="NGG", mismatches=2, chunk_size=120,
+                       backend="cpu", workers=2)
+    assert not out.exists()
+    assert list(store.glob("task-*.arrow")), "the saved tasks were removed before the output was in place"

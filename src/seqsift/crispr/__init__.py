@@ -131,13 +131,26 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     layout = dict(chunk_size=chunk_size, guide_batch_size=guide_batch_size, progress=progress,
                   store_path=beside, resume=resume)
     lock = OutputLock(beside, note=note) if to_file else None
+
+    def run_and_finish(run_client) -> None:
+        # The end of a job in the order that never loses work (as search's): the
+        # output is in place, then the saved tasks go, then other jobs may take
+        # the output; the cluster is shut down only after that.
+        stores = _run_all(jobs, run_client, writer, summary_table, **layout)
+        if not isinstance(writer, FrameCollector):
+            writer.close()
+        for store in stores:
+            store.remove()
+        if lock is not None:
+            lock.release()
+
     try:
         if client is not None:
-            _run_all(jobs, client, writer, summary_table, **layout)
+            run_and_finish(client)
         else:
             with _own_client(backend, workers=workers, gpus=gpus, scheduler=scheduler,
                              scheduler_file=scheduler_file, dashboard=dashboard) as own_client:
-                _run_all(jobs, own_client, writer, summary_table, **layout)
+                run_and_finish(own_client)
     except BaseException:
         if hasattr(writer, "abort"):
             writer.abort()
@@ -149,7 +162,6 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
         summary_table.write(summary)
     if isinstance(writer, FrameCollector):
         return writer.frame()
-    writer.close()
     return writer.count
 
 
@@ -203,6 +215,7 @@ def _limits(mismatches, guides: PatternSet) -> list[int]:
 def _run_all(jobs, client, writer, summary_table, *, chunk_size, guide_batch_size, progress, store_path, resume):
     """Run each reference's job in turn into the one writer; record indices continue across files."""
     record_offset = 0
+    stores = []  # removed by the caller once the output is in place
     for number, job in enumerate(jobs):
         store = None
         if store_path is not None:
@@ -220,8 +233,9 @@ def _run_all(jobs, client, writer, summary_table, *, chunk_size, guide_batch_siz
                      "run the same command with --resume to continue")
             raise
         if store is not None:
-            store.remove()
+            stores.append(store)
         record_offset += len(job.reference.names)
+    return stores
 
 
 def _fingerprint(job: CrisprJob, chunk_size, guide_batch_size) -> dict:
