@@ -17,12 +17,12 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from ..cluster import DASHBOARD_ADDRESS, connect, cpu_cores, worker_count
-from ..engine import CHUNK_LIMITS, note, resolve_backend
+from ..cluster import DASHBOARD_ADDRESS, connect, cpu_cores
+from ..engine import note, resolve_backend
 from ..engine.lock import OutputLock
 from ..engine.output import check_output_path, refuse_overwriting_inputs
-from ..engine.shared import on_workers
-from ..engine.store import TaskStore
+from ..engine.run import default_chunk_size, submit_tasks
+from ..engine.store import TaskStore, reference_fingerprint
 from ..errors import InputError
 from ..kernels.crispr import CUDA_MAX_GUIDE
 from ..partitioning import plan_chunks
@@ -228,9 +228,8 @@ def _run_all(jobs, client, writer, summary_table, *, chunk_size, guide_batch_siz
                            guide_batch_size=guide_batch_size, progress=progress, store=store,
                            record_offset=record_offset)
         except BaseException:
-            if store is not None and store.saved():
-                note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "
-                     "run the same command with --resume to continue")
+            if store is not None:
+                store.tell_how_to_resume(note)
             raise
         if store is not None:
             stores.append(store)
@@ -241,15 +240,10 @@ def _run_all(jobs, client, writer, summary_table, *, chunk_size, guide_batch_siz
 def _fingerprint(job: CrisprJob, chunk_size, guide_batch_size) -> dict:
     """What must be equal for saved tasks to belong to this job (engine.store.TaskStore)."""
     import hashlib
-    from pathlib import Path
 
-    source = Path(getattr(job.reference, "path", ""))
-    stat = source.stat() if source.is_file() else None
     guides = hashlib.sha256("\n".join(f"{n}\t{s}\t{k}" for n, s, k in zip(
         job.guides.names, job.guides.sequences, job.limits)).encode()).hexdigest()
-    return {"job": "crispr", "reference": str(source.resolve()) if stat else str(source),
-            "reference_size": stat.st_size if stat else None,
-            "reference_mtime_ns": stat.st_mtime_ns if stat else None, "guides_sha256": guides,
+    return {"job": "crispr", **reference_fingerprint(job.reference), "guides_sha256": guides,
             "parameters": {"pam": job.pam, "pam_side": job.pam_side, "dna_bulge": job.dna_bulge,
                            "rna_bulge": job.rna_bulge, "strands": list(job.strands)},
             "chunk_size": chunk_size, "guide_batch_size": guide_batch_size}
@@ -267,27 +261,17 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
 
     halo = job.halo
     if chunk_size is None:
-        low, high = CHUNK_LIMITS[job.backend]
-        total = int(job.reference.lengths.sum())
-        chunk_size = min(high, max(low, total // (4 * worker_count(client)) + 1))
+        chunk_size = default_chunk_size(job.backend, job.reference.lengths, client)
     batch = guide_batch_size or DEFAULT_GUIDE_BATCH[job.backend]
     groups = plan_chunks(job.reference.lengths, chunk_size, halo, min_length=job.shortest_site)
-    guide_ranges = [range(i, min(i + batch, len(job.guides))) for i in range(0, len(job.guides), batch)]
+    guide_ranges = job.guides.batches(batch)
     saved = store.saved() if store is not None else set()
     parts: dict[int, list[pd.DataFrame]] = {g.index: [] for g in groups}
     remaining = {g.index: len(guide_ranges) for g in groups}
     for group_index, batch_index in saved:
         parts[group_index].append(store.load((group_index, batch_index)))
         remaining[group_index] -= 1
-    job_on_workers = on_workers(client, job, "seqsift-crispr-job")
-    futures = {}
-    for group in groups:
-        for batch_index, guide_range in enumerate(guide_ranges):
-            if (group.index, batch_index) in saved:
-                continue
-            future = client.submit(run_crispr_task, job_on_workers, group, guide_range, pure=False, retries=2,
-                                   key=f"seqsift-crispr-{group.index}-{batch_index}-{os.urandom(4).hex()}")
-            futures[future] = (group.index, batch_index)
+    futures = submit_tasks(client, run_crispr_task, job, groups, guide_ranges, saved, "seqsift-crispr")
     from ..progress import open_progress
 
     # Progress in bases: each task covers its group's bases over the guide batches.
@@ -328,7 +312,8 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
         drain()
         for future in as_completed(futures):
             rows = future.result()
-            group_index, batch_index = futures.pop(future)
+            group, batch_index = futures.pop(future)
+            group_index = group.index
             if store is not None:
                 store.save((group_index, batch_index), rows)
             parts[group_index].append(rows)

@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 
 from .. import kernels
-from ..cluster import connect, count_gpus, worker_count
+from ..cluster import connect, count_gpus
 from ..errors import InputError
 from ..io.patterns import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
@@ -20,14 +20,11 @@ from .job import MODES, SearchJob
 from . import stages
 from .lock import OutputLock
 from .output import FrameCollector, HitWriter, check_output_path, refuse_overwriting_inputs
-from .run import run_job
+from .run import default_chunk_size, run_job
 from .store import TaskStore
 
 DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
 """Patterns per task: larger batches amortise each pass over the text."""
-
-CHUNK_LIMITS = {"cpu": (100_000, 4_000_000), "cuda": (1_000_000, 64_000_000)}
-"""Default chunk cores lie in these bounds, aiming at 4 tasks per worker."""
 
 
 def note(message: str) -> None:
@@ -148,9 +145,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
                 if isinstance(writer, HitWriter):
                     writer.close()
             except BaseException:
-                if store is not None and store.saved():
-                    note(f"{len(store.saved())} finished tasks are saved in {store.directory}; "
-                         "run the same command with --resume to continue")
+                if store is not None:
+                    store.tell_how_to_resume(note)
                 raise
             # The end of a job, in the order that never loses work: the output is in
             # place (above), then its saved tasks go, then other jobs may take the
@@ -201,9 +197,7 @@ def _task_layout(job, client, saved_beside, chunk_size, pattern_batch_size) -> t
         if saved_layout:
             chunk_size = saved_layout["chunk_size"]
         else:
-            low, high = CHUNK_LIMITS[job.backend]
-            total = int(job.reference.lengths.sum())
-            chunk_size = min(high, max(low, total // (4 * worker_count(client)) + 1))
+            chunk_size = default_chunk_size(job.backend, job.reference.lengths, client)
     if pattern_batch_size is None:
         pattern_batch_size = (saved_layout["pattern_batch_size"] if saved_layout
                               else DEFAULT_PATTERN_BATCH[job.backend])

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 from distributed import Client, as_completed
 
+from ..cluster import worker_count
 from ..partitioning import plan_chunks
 from ..progress import open_progress
 from .job import SearchJob
@@ -62,6 +63,36 @@ class _EarlyTasks:
         self._spill.close()
 
 
+CHUNK_LIMITS = {"cpu": (100_000, 4_000_000), "cuda": (1_000_000, 64_000_000)}
+"""Default chunk cores lie in these bounds, aiming at 4 tasks per worker."""
+
+
+def default_chunk_size(backend: str, reference_lengths, client: Client) -> int:
+    """A chunk core giving each worker about 4 tasks, within ``CHUNK_LIMITS[backend]``."""
+    low, high = CHUNK_LIMITS[backend]
+    total = int(sum(int(n) for n in reference_lengths))
+    return min(high, max(low, total // (4 * worker_count(client)) + 1))
+
+
+def submit_tasks(client: Client, task, job, groups, batch_ranges, saved, name: str) -> dict:
+    """Submit ``task(job, group, batch_range)`` for every chunk group x batch not in ``saved``.
+
+    The job goes to the workers once (``shared.on_workers``); Dask retries a
+    task that raised twice and reruns one whose worker died. Returns
+    future -> (group, batch index).
+    """
+    job_on_workers = on_workers(client, job, f"{name}-job")
+    futures = {}
+    for group in groups:
+        for batch_index, batch_range in enumerate(batch_ranges):
+            if (group.index, batch_index) in saved:
+                continue
+            future = client.submit(task, job_on_workers, group, batch_range, pure=False, retries=2,
+                                   key=f"{name}-{group.index}-{batch_index}-{os.urandom(4).hex()}")
+            futures[future] = (group, batch_index)
+    return futures
+
+
 def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_batch_size: int,
             progress: bool = False, store=None, spill_rows: int | None = None) -> int:
     """Run ``job`` on ``client`` and write its rows, sorted, to ``writer``; return the row count.
@@ -93,15 +124,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
                 writer.write(final)
             next_group += 1
 
-    job_on_workers = on_workers(client, job, "seqsift-job")
-    futures = {}
-    for group in groups:
-        for batch_index, pattern_range in enumerate(pattern_ranges):
-            if (group.index, batch_index) in saved:
-                continue
-            future = client.submit(run_task, job_on_workers, group, pattern_range, pure=False, retries=2,
-                                   key=f"seqsift-search-{group.index}-{batch_index}-{os.urandom(4).hex()}")
-            futures[future] = (group, batch_index)
+    futures = submit_tasks(client, run_task, job, groups, pattern_ranges, saved, "seqsift-search")
     # The genome is counted once: a task covers its group's bases for one of the pattern batches.
     share = 1 / len(pattern_ranges)
     bar = open_progress(progress and bool(futures), sum(g.bases for g in groups), unit="bp", label="searching",

@@ -46,11 +46,20 @@ _DIGEST_KEY = b"seqsift-job"
 _TASK_KEY = b"seqsift-task"
 
 
+def reference_fingerprint(reference) -> dict:
+    """The reference file as saved tasks must find it again: its path, size and mtime."""
+    source = Path(getattr(reference, "path", ""))
+    stat = source.stat() if source.is_file() else None
+    return {
+        "reference": str(source.resolve()) if stat else str(source),
+        "reference_size": stat.st_size if stat else None,
+        "reference_mtime_ns": stat.st_mtime_ns if stat else None,
+    }
+
+
 def job_fingerprint(job, chunk_size: int, pattern_batch_size: int) -> dict:
     """What must be equal for saved task results to belong to this job."""
     reference = job.reference
-    source = Path(getattr(reference, "path", ""))
-    stat = source.stat() if source.is_file() else None
     patterns = hashlib.sha256()
     for name, sequence in zip(job.patterns.names, job.patterns.sequences):
         patterns.update(f"{name}\t{sequence}\n".encode())
@@ -58,9 +67,7 @@ def job_fingerprint(job, chunk_size: int, pattern_batch_size: int) -> dict:
     for name, length in zip(reference.names, reference.lengths):
         records.update(f"{name}\t{int(length)}\n".encode())
     return {
-        "reference": str(source.resolve()) if stat else str(source),
-        "reference_size": stat.st_size if stat else None,
-        "reference_mtime_ns": stat.st_mtime_ns if stat else None,
+        **reference_fingerprint(reference),
         "records_sha256": records.hexdigest(),
         "patterns_sha256": patterns.hexdigest(),
         "parameters": {"metric": job.metric, "k": job.k, "mode": job.mode, "strand": job.strand,
@@ -218,6 +225,12 @@ class TaskStore:
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def tell_how_to_resume(self, note) -> None:
+        """After a failed job: say (through ``note``) how many finished tasks are kept, and how to use them."""
+        if self._saved:
+            note(f"{len(self._saved)} finished tasks are saved in {self.directory}; "
+                 "run the same command with --resume to continue")
 
 
 class SpillFolder:
