@@ -19,7 +19,7 @@ from ..engine.task import read_chunk
 from ..kernels.crispr import BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, find_sites, orient_guides, site_halo
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
-from .scores import cfd_score, cfd_scores, mit_score, mit_scores, scores_defined
+from .scores import cfd_scores, mit_scores, scores_defined
 
 ROW_DTYPES = {"record": np.int32, "start": np.int64, "end": np.int64, "guide": np.int32, "strand": np.int8,
               "mismatches": np.int16, "bulge_type": object, "bulge_size": np.int16, "guide_aligned": object,
@@ -43,13 +43,9 @@ class CrisprJob:
 
     @cached_property
     def pam_masks(self) -> np.ndarray:
-        from ..alphabet import pattern_masks
-
         return pattern_masks(self.pam)
 
     def rows(self, guide_range: range):
-        from ..alphabet import pattern_masks
-
         return orient_guides([pattern_masks(self.guides.sequences[i]) for i in guide_range],
                              [self.limits[i] for i in guide_range], self.pam_masks, self.pam_side,
                              self.strands, guide_indices=list(guide_range))
@@ -115,16 +111,14 @@ def _rows_for_chunk(job: CrisprJob, rows, chunk, raw: np.ndarray, hits) -> pd.Da
             site_pam, protospacer = window[:pam_length], window[pam_length:]
         kind, size = int(hits.bulge_type[h]), int(hits.bulge_size[h])
         at = int(hits.bulge_at[h])
-        if rows.strand[r] == 1 and kind != BULGE_NONE:  # j counted from the guide's own 5' end
+        if rows.strand[r] == 1:  # j counted from the guide's own 5' end
             at = len(guide) - at - (size if kind == BULGE_RNA else 0)
         aligned_guide, aligned_site = _alignment(guide, protospacer, kind, size, at)
         if job.pam_side == 3:
             guide_aligned[h], site[h] = aligned_guide + job.pam, aligned_site + site_pam
         else:
             guide_aligned[h], site[h] = job.pam + aligned_guide, site_pam + aligned_site
-        if kind == BULGE_NONE and scores_defined(len(guide), job.pam, job.pam_side):
-            cfd[h] = cfd_score(guide, protospacer, site_pam)
-            mit[h] = mit_score(guide, protospacer)
+        # CFD and MIT stay empty: neither is defined for a site with a bulge (scores.py).
     start = hits.start + chunk.read_start
     return pd.DataFrame({
         "record": np.full(count, chunk.record_index, dtype=np.int32),
@@ -158,8 +152,9 @@ def _plain_sites(job: CrisprJob, rows, raw: np.ndarray, hits, chosen: np.ndarray
     minus = rows.strand[hits.row[chosen]] == 1
     windows = np.where(minus[:, None], _UPPER_COMPLEMENT[windows][:, ::-1], _UPPER[windows])
     guide_of = rows.guide_index[hits.row[chosen]]
-    guides = np.array([np.frombuffer(job.guides.sequences[g].encode(), np.uint8) for g in np.unique(guide_of)])
-    guide_rows = guides[np.searchsorted(np.unique(guide_of), guide_of)]
+    present, which = np.unique(guide_of, return_inverse=True)
+    guides = np.array([np.frombuffer(job.guides.sequences[g].encode(), np.uint8) for g in present])
+    guide_rows = guides[which]
     proto = slice(0, length) if job.pam_side == 3 else slice(len(job.pam), span)
     codes = encode_text(windows[:, proto].tobytes()).reshape(len(chosen), length)
     masks = pattern_masks(guide_rows.tobytes().decode()).reshape(len(chosen), length)
@@ -167,9 +162,9 @@ def _plain_sites(job: CrisprJob, rows, raw: np.ndarray, hits, chosen: np.ndarray
     marked = windows.copy()
     marked[:, proto] = np.where(mismatched, windows[:, proto] | 0x20, windows[:, proto])  # ASCII lower case
     site = marked.view(f"S{span}").ravel().astype(str).astype(object)
-    aligned = {g: (job.guides.sequences[g] + job.pam if job.pam_side == 3 else job.pam + job.guides.sequences[g])
-               for g in np.unique(guide_of)}
-    guide_aligned = np.array([aligned[g] for g in guide_of], dtype=object)
+    aligned = np.array([job.guides.sequences[g] + job.pam if job.pam_side == 3 else job.pam + job.guides.sequences[g]
+                        for g in present], dtype=object)
+    guide_aligned = aligned[which]
     cfd = np.full(len(chosen), np.nan)
     mit = np.full(len(chosen), np.nan)
     if scores_defined(length, job.pam, job.pam_side):
