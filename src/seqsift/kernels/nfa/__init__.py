@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 MAX_K = _cpu.MAX_K
@@ -48,20 +48,16 @@ def nfa_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
     if k < 0 or hi <= lo:
         return EndHits.empty()
-    rows = np.flatnonzero(lengths > 0)
-    parts = []
-    if rows.size:
-        row_lengths = lengths[rows].astype(np.int64)
-        words = _cpu.words_needed(row_lengths, k).astype(np.int64)
-        peq, final = _cpu.compile_rows(masks[rows], row_lengths, k, int(words.max()))
-        overlap = int(row_lengths.max()) + k
-        task_index, task_lo, task_hi = split_rows_over_text(np.arange(rows.size), lo, hi,
-                                                            min_span=max(4096, 8 * overlap))
-        parts.append(run_buffered_tasks(
-            _cpu.nfa_tasks, len(task_index),
-            (text, peq, final, words, np.int64(_cpu.slot_bits(k)), row_lengths, rows.astype(np.int64),
-             np.int64(k), task_index, task_lo, task_hi)))
-    return concat_hits(parts)
+    rows = np.arange(lengths.size, dtype=np.int64)  # every row: empty patterns are refused when read
+    row_lengths = lengths.astype(np.int64)
+    words = _cpu.words_needed(row_lengths, k).astype(np.int64)
+    peq, final = _cpu.compile_rows(masks, row_lengths, k, int(words.max()))
+    overlap = int(row_lengths.max()) + k
+    task_index, task_lo, task_hi = split_rows_over_text(rows, lo, hi, min_span=max(4096, 8 * overlap))
+    return run_buffered_tasks(
+        _cpu.nfa_tasks, len(task_index),
+        (text, peq, final, words, np.int64(_cpu.slot_bits(k)), row_lengths, rows,
+         np.int64(k), task_index, task_lo, task_hi))
 
 
 # The CUDA launcher (cuda.py; CuPy is imported only when it runs).

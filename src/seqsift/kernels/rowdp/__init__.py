@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import EndHits
 from . import cpu as _cpu
-from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
+from ..driver import (prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
 THREADS = 256                      # ROWDP_THREADS in rowdp.cu
@@ -61,16 +61,13 @@ def rowdp_cpu(text, batch, k, owned_lo, owned_hi, tile_span: int | None = None) 
     text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
     if k < 0 or hi <= lo:
         return EndHits.empty()
-    rows = np.flatnonzero(lengths > 0)
-    parts = []
-    if rows.size:
-        warm = int(lengths[rows].max()) + k
-        span = tile_span or max(1 << 14, 8 * warm)
-        task_rows, task_lo, task_hi = split_rows_over_text(rows, lo, hi, min_span=max(span, 4 * warm))
-        parts.append(run_buffered_tasks(
-            _cpu.rowdp_tasks, len(task_rows),
-            (text, masks, lengths, np.int64(k), task_rows, task_lo, task_hi, np.int64(span))))
-    return concat_hits(parts)
+    rows = np.arange(lengths.size, dtype=np.int64)  # every row: empty patterns are refused when read
+    warm = int(lengths.max()) + k
+    span = tile_span or max(1 << 14, 8 * warm)
+    task_rows, task_lo, task_hi = split_rows_over_text(rows, lo, hi, min_span=max(span, 4 * warm))
+    return run_buffered_tasks(
+        _cpu.rowdp_tasks, len(task_rows),
+        (text, masks, lengths, np.int64(k), task_rows, task_lo, task_hi, np.int64(span)))
 
 
 # The CUDA launchers (cuda.py; CuPy is imported only when one runs).
