@@ -14,9 +14,12 @@ record where that applies. The convention used throughout seqsift is::
     <file>: record '<name>': <what is wrong>
 
 Anything else that goes wrong (a bug, a crashed worker) stays an ordinary
-exception with its traceback.
+exception with its traceback. :func:`note` tells the user something worth
+knowing that is not an error (``seqsift: note: ...`` on stderr).
 """
 from __future__ import annotations
+
+import sys
 
 from contextlib import contextmanager
 from typing import Iterator
@@ -60,3 +63,8 @@ def reading(display: str) -> Iterator[None]:
         raise InputError(f"{display}: permission denied (cannot read the file)") from None
     except OSError as err:
         raise InputError(f"{display}: cannot read: {err.strerror or err}") from None
+
+
+def note(message: str) -> None:
+    """One ``seqsift: note: ...`` line on stderr."""
+    print(f"seqsift: note: {message}", file=sys.stderr, flush=True)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from .. import kernels
 from ..cluster import connect, count_gpus
-from ..errors import InputError
+from ..errors import InputError, note
 from ..io.patterns import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
 from ..io.reference import open_reference
@@ -25,10 +25,6 @@ from .store import TaskStore
 
 DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
 """Patterns per task: larger batches amortise each pass over the text."""
-
-
-def note(message: str) -> None:
-    print(f"seqsift: note: {message}", file=sys.stderr, flush=True)
 
 
 def resolve_backend(backend: str) -> str:

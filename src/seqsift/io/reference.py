@@ -59,7 +59,6 @@ import hashlib
 import os
 import re
 import struct
-import sys
 import tempfile
 import threading
 import zlib
@@ -71,7 +70,7 @@ from typing import IO, Iterator
 import numpy as np
 
 from ..cache import cache_directory
-from ..errors import InputError, quote, reading
+from ..errors import InputError, note, quote, reading
 from . import decompress, fasta_scan
 from .genome_cache import CacheWriter, GenomeCache, build_lock, source_fingerprint
 
@@ -356,7 +355,7 @@ def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fing
                 raise InputError(f"{display}: is plain gzip, which seqsift decompresses into its cache, but "
                                  f"the cache directory {cache.path('').parent} cannot be written ({reason}); "
                                  f"set SEQSIFT_CACHE to a writable directory, or bgzip the file") from None
-            _notice(f"cannot write seqsift's cache {cache.path('').parent} ({reason}); reading {display} "
+            note(f"cannot write seqsift's cache {cache.path('').parent} ({reason}); reading {display} "
                     f"without the genome cache")
             genome_file = None
         if genome_file is not None:
@@ -371,7 +370,7 @@ def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fing
             normalised = cache.path(".normalised.fa")
             cache.make_directory()
             _normalise(source, kind, normalised, display)
-            _notice(f"{display} has lines of uneven length{ragged.where}, which a FASTA index cannot "
+            note(f"{display} has lines of uneven length{ragged.where}, which a FASTA index cannot "
                     f"describe; rewrote it once with even lines to {normalised}")
             target, target_kind = normalised, _PLAIN
             result = _scan(target, target_kind, display, cache, genome_file, fingerprint)
@@ -379,7 +378,7 @@ def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fing
         if genome_file is not None:
             cache.prune()
         if kind == _GZIP and genome is not None and target_kind == _GZIP:
-            _notice(f"{display} is plain gzip; decompressed once into the genome cache {genome.path} "
+            note(f"{display} is plain gzip; decompressed once into the genome cache {genome.path} "
                     f"(bgzip it to read it without the cache)")
     if genome is not None:
         return _from_cache(genome, source, kind, display, cache)
@@ -447,7 +446,7 @@ class _SafeWriter:
             self._give_up(err)
 
     def _give_up(self, err: OSError) -> None:
-        _notice(f"cannot write the genome cache of {self.display} ({err.strerror or err}); going on without it")
+        note(f"cannot write the genome cache of {self.display} ({err.strerror or err}); going on without it")
         self.abandon()
 
     def region(self, offset: int, count: int) -> np.ndarray | None:
@@ -473,10 +472,6 @@ class _SafeWriter:
         writer, self.writer = self.writer, None
         if writer is not None:
             writer.abandon()
-
-
-def _notice(message: str) -> None:
-    print(f"seqsift: note: {message}", file=sys.stderr, flush=True)
 
 
 # --- step 1: is it a readable regular file? --------------------------------

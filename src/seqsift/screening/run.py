@@ -32,14 +32,13 @@ failed job leaves no output file.
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pandas as pd
 
 from ..engine.output import TableWriter, check_output_path
 from ..engine.shared import on_workers
-from ..errors import InputError
+from ..errors import InputError, note
 from ..progress import open_progress
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
@@ -52,10 +51,6 @@ STRANDS = ("+", "-", "both")
 ALIGNMENT_COLUMNS = ["query_start", "query_end", "target_start", "target_end", "cigar"]
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 """Output suffixes (a folder path: a partitioned Parquet dataset, as for search)."""
-
-
-def note(message: str) -> None:
-    print(f"seqsift: note: {message}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------
