@@ -194,15 +194,23 @@ def gpu_worker_in_process(gpus: Sequence[int] | None) -> bool:
 def in_process_gpu_cluster(*, dashboard: bool = False) -> LocalCluster:
     """One worker with two task threads in this process, for this process's one GPU.
 
+    A worker that dies here takes the client with it, so there is no Dask
+    retry on a lost worker: on one GPU there was no other worker to retry on.
+    """
+    return in_process_cluster(2, dashboard=dashboard)
+
+
+def in_process_cluster(threads: int, *, dashboard: bool = False) -> LocalCluster:
+    """One worker with ``threads`` task threads in this process.
+
     No worker process to start, no connection to open: the scheduler and the
     worker talk in memory (``inproc://``), nothing listens on the network
-    unless the dashboard is asked for (on 127.0.0.1). A worker that dies here
-    takes the client with it, so there is no Dask retry on a lost worker: on
-    one GPU there was no other worker to retry on.
+    unless the dashboard is asked for (on 127.0.0.1). For work whose tasks
+    release the GIL (GPU kernels, Numba kernels compiled ``nogil``).
     """
     with dask.config.set(_http_settings(dashboard)):
-        return LocalCluster(n_workers=1, threads_per_worker=2, processes=False, silence_logs=logging.CRITICAL,
-                            **_http_options(dashboard))
+        return LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
+                            silence_logs=logging.CRITICAL, **_http_options(dashboard))
 
 
 def worker_count(client: Client) -> int:

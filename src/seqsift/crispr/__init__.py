@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from ..cluster import DASHBOARD_ADDRESS, connect, cpu_cores
+from ..cluster import connect, cpu_cores, in_process_cluster
 from ..engine import note, resolve_backend
 from ..engine.lock import OutputLock
 from ..engine.output import check_output_path, refuse_overwriting_inputs
@@ -180,12 +180,9 @@ def _own_client(backend: str, *, workers, gpus, scheduler, scheduler_file, dashb
                      dashboard=dashboard) as client:
             yield client
         return
-    import logging
+    from distributed import Client
 
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=1, threads_per_worker=workers or cpu_cores(), processes=False,
-                           dashboard_address=DASHBOARD_ADDRESS if dashboard else None, silence_logs=logging.ERROR)
+    cluster = in_process_cluster(workers or cpu_cores(), dashboard=dashboard)
     try:
         with Client(cluster) as client:
             yield client
