@@ -223,9 +223,7 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
     return launches
 
 
-def _run_launches(launches: list[Launch], batch, span: int, owned_lo, owned_hi, text_size: int) -> EndHits:
-    lengths = np.asarray(batch.lengths)
-    lo, hi = _clip(text_size, owned_lo, owned_hi)
+def _run_launches(launches: list[Launch], span: int) -> EndHits:
     parts = []
     for launch in launches:
         row, end, dist = _run_compacted(launch, _capacity(span, launch.rows.size))
@@ -240,7 +238,7 @@ def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = N
     device_text = _device_text(text)
     launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
                               block_scan=block_scan)
-    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+    return _run_launches(launches, owned_hi - owned_lo)
 
 
 def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None,
@@ -250,7 +248,7 @@ def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None
     device_text = _device_text(text)
     launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
                               unrolled, block_scan)
-    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+    return _run_launches(launches, owned_hi - owned_lo)
 
 
 def segmented_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment: int | None = None) -> EndHits:
@@ -258,4 +256,4 @@ def segmented_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segmen
     the tiled GBPR (alpha > 1, 16 * alpha characters per thread by default)."""
     device_text = _device_text(text)
     launches = _segmented_launches(device_text, batch, k, owned_lo, owned_hi, alpha, segment)
-    return _run_launches(launches, batch, owned_hi - owned_lo, owned_lo, owned_hi, int(device_text.size))
+    return _run_launches(launches, owned_hi - owned_lo)
