@@ -28,9 +28,10 @@ def job_files(genome, tmp_path_factory):
 
 
 def search_keeping_the_store(job_files, client, output, k=2, monkeypatch=None):
-    """Run the job to the end but keep its task store, as an interrupted run would leave it."""
+    """Run the job to the end but keep its task store, as an interrupted run would leave it
+    (every task saved: the saver thread is let finish, as after a failure)."""
     reference, patterns = job_files
-    monkeypatch.setattr(TaskStore, "remove", lambda self: None)
+    monkeypatch.setattr(TaskStore, "remove", lambda self: self.tell_how_to_resume(lambda message: None))
     seqsift.search(reference, patterns, k, metric="edit", client=client, output=str(output), chunk_size=CHUNK)
     monkeypatch.undo()
     output.unlink()
@@ -90,7 +91,7 @@ def test_a_planted_pickle_is_never_loaded(tmp_path):
     assert not marker.exists()
 
 
-def test_manifest_and_tasks_are_fsynced_before_they_are_renamed_into_place(tmp_path, monkeypatch):
+def test_manifest_is_fsynced_before_it_is_renamed_into_place(tmp_path, monkeypatch):
     events = []
     real_fsync, real_replace = os.fsync, os.replace
 
@@ -107,13 +108,80 @@ def test_manifest_and_tasks_are_fsynced_before_they_are_renamed_into_place(tmp_p
     directory = tmp_path / "store"
     store = TaskStore(directory, {"job": 1}, resume=False)
     store.save((0, 0), pd.DataFrame({"record": [0], "end": [5]}))
-    for name in ("manifest.json", "task-0-0.arrow"):
-        renames = [i for i, e in enumerate(events) if e[0] == "rename" and e[2] == str(directory / name)]
-        assert len(renames) == 1, (name, events)
-        temporary = events[renames[0]][1]
-        assert ("fsync", temporary) in events[:renames[0]], f"{name} renamed before its data was synced"
-        assert ("fsync", str(directory)) in events[renames[0]:], f"{name}'s rename was not synced"
+    renames = [i for i, e in enumerate(events) if e[0] == "rename" and e[2] == str(directory / "manifest.json")]
+    assert len(renames) == 1, events
+    assert ("fsync", events[renames[0]][1]) in events[:renames[0]], "the manifest was renamed before it was synced"
+    assert ("fsync", str(directory)) in events[renames[0]:], "the manifest's rename was not synced"
+    assert [e[0] for e in events if e[0] == "rename" and "task-0-0." in e[2]] == ["rename"]
     assert TaskStore(directory, {"job": 1}, resume=True).load((0, 0))["end"].tolist() == [5]
+
+
+def _saved_store(tmp_path, tasks=3):
+    directory = tmp_path / ".hits.tsv.seqsift-tasks"
+    store = TaskStore(directory, {"job": "one"}, resume=False)
+    for batch in range(tasks):
+        store.save((0, batch), pd.DataFrame({"record": [3] * 500, "end": list(range(7, 507))}))
+    return directory, {int(p.name.split(".")[0].split("-")[2]): p for p in directory.glob("task-*.arrow")}
+
+
+def test_task_files_a_power_loss_emptied_or_zero_filled_are_rerun(tmp_path):
+    """Task files are renamed into place without an fsync: after a power loss a name may
+    hold an empty or zero-filled body. Such a file is no saved task, whatever its size."""
+    directory, files = _saved_store(tmp_path)
+    body = files[1].read_bytes()
+    middle = len(body) // 2
+    zeroed = body[:middle - 64] + bytes(128) + body[middle + 64:]   # same size, part of a page zeroed
+    assert zeroed != body
+    files[1].write_bytes(zeroed)
+    files[2].write_bytes(b"")
+    notes = []
+    store = TaskStore(directory, {"job": "one"}, resume=True, note=notes.append)
+    assert store.saved() == {(0, 0)}
+    assert store.load((0, 0))["end"].tolist() == list(range(7, 507))
+    assert sorted(p.name for p in directory.glob("task-*")) == [files[0].name], "damaged files are deleted"
+    assert notes == [f"2 saved task files in {directory} were damaged or not this job's: they run again"]
+
+
+def test_a_task_file_renamed_to_another_task_or_stripped_of_its_hash_is_rerun(tmp_path):
+    directory, files = _saved_store(tmp_path, tasks=2)
+    checksum = files[0].name.split(".")[1]
+    files[1].rename(directory / f"task-0-5.{checksum}.arrow")   # task 0-1's body under another key's name
+    files[0].rename(directory / "task-0-0.arrow")                # no hash in the name: not trusted
+    store = TaskStore(directory, {"job": "one"}, resume=True)
+    assert store.saved() == set()
+
+
+def test_save_soon_saves_on_the_saver_thread_and_raises_its_failure_in_the_client(tmp_path, monkeypatch):
+    import errno
+
+    import seqsift.engine.store as store_module
+
+    directory = tmp_path / "store"
+    store = TaskStore(directory, {"job": 1}, resume=False)
+    savers = []
+    real_arrow_bytes = store_module.arrow_bytes
+
+    def arrow_bytes(rows, metadata=None):
+        import threading
+
+        savers.append(threading.current_thread().name)
+        if len(savers) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_arrow_bytes(rows, metadata)
+
+    monkeypatch.setattr(store_module, "arrow_bytes", arrow_bytes)
+    rows = pd.DataFrame({"record": [0, 0], "end": [5, 9]})
+    store.save_soon((0, 0), rows)
+    store.save_soon((1, 0), rows)
+    with pytest.raises(OSError, match="No space left"):
+        store.wait_saved()
+    with pytest.raises(OSError, match="No space left"):
+        store.save_soon((2, 0), rows)
+    notes = []
+    store.tell_how_to_resume(notes.append)
+    assert savers == ["seqsift-task-saver"] * 2
+    assert store.saved() == {(0, 0)} and notes and notes[0].startswith("1 finished tasks are saved")
+    assert TaskStore(directory, {"job": 1}, resume=True).load((0, 0))["end"].tolist() == [5, 9]
 
 
 def test_truncated_manifest_means_start_over_with_a_note(job_files, client, tmp_path, monkeypatch, expected):

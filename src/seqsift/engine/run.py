@@ -6,8 +6,9 @@ Dask reruns a task whose worker died, and retries one that raised), results come
 in whatever order they finish, and each chunk group's rows go to the
 :class:`OrderedMerger` in reference order as soon as every pattern batch of
 that group, and of every group before it, is in. Tasks that finish early
-wait in the job's TaskStore (file output), or in memory and past
-``spill_rows`` rows on disk, so the client never holds all hits at once.
+wait in memory, and past ``spill_rows`` rows on disk (in the job's
+TaskStore, which saves every task for ``--resume`` when the output is a
+file, or in a temporary folder), so the client never holds all hits at once.
 Progress (``seqsift.progress``) counts the genome's bases once.
 """
 from __future__ import annotations
@@ -29,35 +30,41 @@ from .task import run_task
 
 
 class _EarlyTasks:
-    """Rows of tasks that finished before their group's turn to merge, in memory or spilled.
+    """Rows of tasks that finished before their group's turn to merge, in memory or on disk.
 
     Every task's rows are counted against ``spill_rows`` as they arrive, also
     while other pattern batches of the same group are still running, so a
     group that never completes cannot pin its finished batches in memory.
-    Spilled rows are Arrow IPC files in a private temporary folder.
+    Past the budget, rows go to disk: with a job's ``store`` they are already
+    there (the task's saved file, read back when their turn comes), else to
+    Arrow IPC files in a private temporary folder. Tasks a resumed job saved
+    earlier come from the store too.
     """
 
-    def __init__(self, spill_rows: int):
+    def __init__(self, spill_rows: int, store=None):
         self.spill_rows = spill_rows
+        self.store = store
         self.in_memory: dict[tuple[int, int], pd.DataFrame] = {}
         self.on_disk: dict[tuple[int, int], Path] = {}
         self.rows_in_memory = 0
         self._spill = SpillFolder()
 
     def put(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
-        """Keep the rows of task ``key`` = (group index, batch index)."""
-        if self.rows_in_memory + len(rows) > self.spill_rows:
-            self.on_disk[key] = self._spill.write(f"task-{key[0]}-{key[1]}", rows)
-        else:
+        """Keep the rows of task ``key`` = (group index, batch index) (with a store: saved there already)."""
+        if self.rows_in_memory + len(rows) <= self.spill_rows:
             self.in_memory[key] = rows
             self.rows_in_memory += len(rows)
+        elif self.store is None:
+            self.on_disk[key] = self._spill.write(f"task-{key[0]}-{key[1]}", rows)
 
     def pop(self, key: tuple[int, int]) -> pd.DataFrame:
         if key in self.in_memory:
             rows = self.in_memory.pop(key)
             self.rows_in_memory -= len(rows)
             return rows
-        return self._spill.take(self.on_disk.pop(key))
+        if key in self.on_disk:
+            return self._spill.take(self.on_disk.pop(key))
+        return self.store.load(key)
 
     def close(self) -> None:
         self._spill.close()
@@ -98,13 +105,14 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
     """Run ``job`` on ``client`` and write its rows, sorted, to ``writer``; return the row count.
 
     With a :class:`~seqsift.engine.store.TaskStore`, every finished task is
-    saved there first, and tasks it already holds (a resumed job) are not run.
+    handed to its saver thread (the merge takes the rows from memory
+    meanwhile), and tasks it already holds (a resumed job) are not run.
     """
     groups = plan_chunks(job.reference.lengths, chunk_size, job.halo, min_length=job.shortest_hit)
     pattern_ranges = job.patterns.batches(pattern_batch_size)
     spill_rows = SPILL_ROWS if spill_rows is None else spill_rows
     merger = OrderedMerger(job, spill_rows)
-    early = _EarlyTasks(spill_rows)
+    early = _EarlyTasks(spill_rows, store)
     unfinished_batches = {group.index: len(pattern_ranges) for group in groups}
     planned = {(group.index, b) for group in groups for b in range(len(pattern_ranges))}
     saved = store.saved() & planned if store is not None else set()
@@ -114,7 +122,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
 
     def group_rows(group_index: int) -> pd.DataFrame:
         keys = [(group_index, b) for b in range(len(pattern_ranges))]
-        frames = [store.load(key) for key in keys] if store is not None else [early.pop(key) for key in keys]
+        frames = [early.pop(key) for key in keys]
         return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
     def merge_finished_prefix() -> None:
@@ -139,9 +147,8 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
             group, batch_index = futures.pop(future)
             bar.advance(group.bases * share)
             if store is not None:
-                store.save((group.index, batch_index), rows)
-            else:
-                early.put((group.index, batch_index), rows)
+                store.save_soon((group.index, batch_index), rows)
+            early.put((group.index, batch_index), rows)
             unfinished_batches[group.index] -= 1
             merge_finished_prefix()
         for final in merger.finish():

@@ -17,23 +17,40 @@ and is checked against it when the job opens the folder.
 What is on disk must survive a crash at any instant and never be trusted
 blindly:
 
-* the manifest and each task file are written to a temporary name, fsynced,
-  and renamed into place (then the folder is fsynced), so a file is either
-  whole or absent;
+* the manifest is written to a temporary name, fsynced, and renamed into
+  place (then the folder is fsynced): it is whole or absent, and it is on
+  disk before any task file is written;
+* a task file is written to a temporary name and renamed into place, without
+  an fsync: a process that dies (Ctrl-C, a kill, running out of memory)
+  leaves the file whole, as the kernel still holds its pages, but a machine
+  that loses power may keep the new name with an empty, truncated or
+  zero-filled body. So the name carries a SHA-256 of the body, keyed with the
+  job's fingerprint digest and the task's key (``task-G-B.<sha256>.arrow``),
+  and a task file whose body does not hash to its name is damaged or not
+  this job's: it is deleted and its task runs again. One fsync per job
+  instead of two per task (they were most of the client's time per task);
+  what a crash can cost is the rerun of the tasks it damaged;
 * tasks are Arrow IPC files (data only: loading one runs no code, unlike a
-  pickle planted beside someone's output);
-* a task file that cannot be read, or whose digest or key is not this
-  job's, is deleted and its task runs again; a manifest that cannot be
-  read means there is nothing to resume, and the job starts over, saying so.
+  pickle planted beside someone's output), stamped in their schema metadata
+  with the job's digest and their key as well;
+* a manifest that cannot be read means there is nothing to resume, and the
+  job starts over, saying so.
+
+Saving need not hold up the client: :meth:`TaskStore.save_soon` hands a
+task's rows to a saver thread (hashing, Arrow's IPC writer and the file
+write release the GIL) while the client merges the same rows from memory; a
+task whose file was not yet written when the job died simply runs again.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import queue
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -41,9 +58,12 @@ import pandas as pd
 from ..errors import InputError
 
 MANIFEST = "manifest.json"
-TASK_FILE = re.compile(r"task-(\d+)-(\d+)\.arrow")
+TASK_FILE = re.compile(r"task-(\d+)-(\d+)(?:\.([0-9a-f]{64}))?\.arrow")
+"""A task file's name: ``task-G-B.<sha256 of its body>.arrow`` (a name without the hash is not trusted)."""
 _DIGEST_KEY = b"seqsift-job"
 _TASK_KEY = b"seqsift-task"
+SAVE_QUEUE = 8
+"""Tasks handed to the saver thread that may wait for it; past this, ``save_soon`` waits (memory stays bounded)."""
 
 
 def reference_fingerprint(reference) -> dict:
@@ -135,11 +155,21 @@ class TaskStore:
     """The saved task results of one job, keyed by (group index, batch index).
 
     ``note`` prints what a user should know (saved tasks discarded or rerun).
+    :meth:`save` writes a task's file before it returns; :meth:`save_soon`
+    leaves it to the saver thread (:meth:`wait_saved` waits for it, and
+    raises what it failed with).
     """
 
     def __init__(self, directory: Path, fingerprint: dict, resume: bool, note=lambda message: None):
         self.directory = Path(directory)
         self.digest = fingerprint_digest(fingerprint)
+        self._files: dict[tuple[int, int], Path] = {}   # saved (or found whole on resume) -> its file
+        self._lock = threading.Lock()
+        self._saver: threading.Thread | None = None
+        self._queue: queue.Queue = queue.Queue(SAVE_QUEUE)
+        self._pending: set[tuple[int, int]] = set()     # handed to the saver, not yet on disk
+        self._failure: BaseException | None = None      # what the saver failed with
+        self._cancelled = False
         manifest_exists = (self.directory / MANIFEST).exists()
         saved = read_manifest(self.directory)
         if resume and saved is not None:
@@ -147,7 +177,7 @@ class TaskStore:
                 differs = sorted(k for k in fingerprint if saved.get(k) != fingerprint[k])
                 raise InputError(f"{self.directory}: cannot resume: the saved tasks belong to a different job "
                                  f"({', '.join(differs)} differ); run without --resume to start over")
-            self._saved = self._check_saved_files(note)
+            self._files = self._check_saved_files(note)
             return
         if resume and manifest_exists:
             note(f"{self.directory}/{MANIFEST} is damaged, so nothing can be resumed: running the whole job")
@@ -159,7 +189,6 @@ class TaskStore:
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True)
         write_durably(self.directory / MANIFEST, json.dumps(fingerprint, indent=1).encode())
-        self._saved: set[tuple[int, int]] = set()
 
     @classmethod
     def beside(cls, output: str | os.PathLike, job, chunk_size: int, pattern_batch_size: int,
@@ -177,24 +206,29 @@ class TaskStore:
         """The chunk and batch sizes of a saved job beside ``output``, if any can be read."""
         return read_manifest(cls.directory_beside(output)) if output else None
 
-    def _path(self, key: tuple[int, int]) -> Path:
-        return self.directory / f"task-{key[0]}-{key[1]}.arrow"
+    def _checksum(self, key: tuple[int, int], body: bytes) -> str:
+        """SHA-256 of a task file's body, keyed with the job's digest and the task: what its name carries."""
+        sha = hashlib.sha256(f"{self.digest}:{key[0]}-{key[1]}:".encode())
+        sha.update(body)
+        return sha.hexdigest()
 
-    def _check_saved_files(self, note) -> set[tuple[int, int]]:
-        """Keys of the whole task files that are this job's; the others are deleted (their tasks rerun)."""
-        good, bad = set(), 0
-        for path in self.directory.iterdir():
+    def _check_saved_files(self, note) -> dict[tuple[int, int], Path]:
+        """The whole task files that are this job's, by key; the others are deleted (their tasks rerun)."""
+        good, bad = {}, 0
+        for path in sorted(self.directory.iterdir()):
             match = TASK_FILE.fullmatch(path.name)
             if match is None:
                 continue
             key = (int(match[1]), int(match[2]))
             try:
-                self._read(key)
+                if key in good:
+                    raise ValueError(f"a second file for task {key}")
+                self._read(key, path)
             except (OSError, ValueError, KeyError):  # pyarrow.ArrowInvalid is a ValueError
                 path.unlink(missing_ok=True)
                 bad += 1
             else:
-                good.add(key)
+                good[key] = path
         if bad:
             note(f"{bad} saved task file{'s' if bad != 1 else ''} in {self.directory} "
                  f"{'were' if bad != 1 else 'was'} damaged or not this job's: "
@@ -202,34 +236,109 @@ class TaskStore:
         return good
 
     def saved(self) -> set[tuple[int, int]]:
-        return set(self._saved)
+        """The tasks whose files are on disk (those handed to the saver count once written)."""
+        with self._lock:
+            return set(self._files)
 
     def _stamp(self, key: tuple[int, int]) -> dict[bytes, bytes]:
         """What every task file carries: the job's fingerprint digest and the task's key."""
         return {_DIGEST_KEY: self.digest.encode(), _TASK_KEY: f"{key[0]}-{key[1]}".encode()}
 
     def save(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
-        write_durably(self._path(key), arrow_bytes(rows, self._stamp(key)))
-        self._saved.add(key)
+        """Write task ``key``'s file now (module docstring: renamed into place whole, named by its hash)."""
+        body = arrow_bytes(rows, self._stamp(key))
+        path = self.directory / f"task-{key[0]}-{key[1]}.{self._checksum(key, body)}.arrow"
+        temporary = path.with_name(f".{path.name}.part")
+        temporary.write_bytes(body)
+        os.replace(temporary, path)
+        with self._lock:
+            self._files[key] = path
 
-    def _read(self, key: tuple[int, int]) -> pd.DataFrame:
+    def save_soon(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
+        """Hand task ``key``'s rows to the saver thread (waits while ``SAVE_QUEUE`` tasks wait for it).
+
+        ``rows`` must not change afterwards. Raises what an earlier save failed with.
+        """
+        self._raise_failure()
+        if self._saver is None:
+            self._saver = threading.Thread(target=self._save_queued, name="seqsift-task-saver", daemon=True)
+            self._saver.start()
+        with self._lock:
+            self._pending.add(key)
+        self._queue.put((key, rows))
+
+    def _save_queued(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                key, rows = item
+                if self._failure is None and not self._cancelled:
+                    try:
+                        self.save(key, rows)
+                    except BaseException as err:  # noqa: BLE001 (raised in the client's thread)
+                        self._failure = err
+            finally:
+                if item is not None:
+                    with self._lock:
+                        self._pending.discard(item[0])
+                self._queue.task_done()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def wait_saved(self) -> None:
+        """Wait until every task handed to :meth:`save_soon` is on disk; raise what a save failed with."""
+        if self._saver is not None:
+            self._queue.join()
+        self._raise_failure()
+
+    def _stop_saver(self) -> None:
+        """End the saver thread, dropping the tasks still queued if cancelled (the output is in place)."""
+        if self._saver is not None:
+            self._queue.put(None)
+            self._saver.join()
+            self._saver = None
+
+    def _read(self, key: tuple[int, int], path: Path) -> pd.DataFrame:
         """The task's rows; ValueError if the file is not this job's task ``key``, whole."""
-        rows, metadata = frame_of_arrow(self._path(key).read_bytes())
+        body = path.read_bytes()
+        match = TASK_FILE.fullmatch(path.name)
+        if match is None or match[3] != self._checksum(key, body):
+            raise ValueError(f"{path} is damaged or belongs to another job or task")
+        rows, metadata = frame_of_arrow(body)
         stamp = self._stamp(key)
         if any(metadata.get(name) != value for name, value in stamp.items()):
-            raise ValueError(f"{self._path(key)} belongs to another job or task")
+            raise ValueError(f"{path} belongs to another job or task")
         return rows
 
     def load(self, key: tuple[int, int]) -> pd.DataFrame:
-        return self._read(key)
+        """Task ``key``'s saved rows (waiting for the saver if it is still writing them)."""
+        with self._lock:
+            pending = key in self._pending
+        if pending:
+            self.wait_saved()
+        self._raise_failure()
+        with self._lock:
+            path = self._files[key]
+        return self._read(key, path)
 
     def remove(self) -> None:
+        """Delete the folder (the output is in place): tasks still waiting to be saved are dropped."""
+        self._cancelled = True
+        self._stop_saver()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def tell_how_to_resume(self, note) -> None:
-        """After a failed job: say (through ``note``) how many finished tasks are kept, and how to use them."""
-        if self._saved:
-            note(f"{len(self._saved)} finished tasks are saved in {self.directory}; "
+        """After a failed job: let the saver finish, then say (through ``note``) how many finished tasks
+        are kept, and how to use them."""
+        self._stop_saver()
+        with self._lock:
+            saved = len(self._files)
+        if saved:
+            note(f"{saved} finished tasks are saved in {self.directory}; "
                  "run the same command with --resume to continue")
 
 
