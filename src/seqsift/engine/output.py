@@ -3,14 +3,23 @@
 Every file writer writes to a temporary file beside the target and renames
 it into place only when the job has finished, so a failed or interrupted job
 never leaves a half-written output file. Standard output is streamed.
+
+A search's writer (:class:`HitWriter`) encodes on a thread of its own
+(:class:`_WriteThread`), fed through a bounded queue: looking names up,
+Arrow's CSV writer and Parquet encoding release the GIL, so the output is
+written while the search goes on, and only the last rows' write remains
+when the last task ends. An error there ends the job at the client's next
+write or at :meth:`TableWriter.close`, as if it had been raised in place.
 """
 from __future__ import annotations
 
 import os
+import queue
 import secrets
 import shutil
 import stat
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +32,8 @@ from . import stages
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
 DATASET_PART_ROWS = 4_000_000
 """Rows per file of a partitioned Parquet output (a folder of part-NNNNN.parquet)."""
+WRITE_QUEUE = 4
+"""Writes that may wait for the writer thread; past this, the client waits (memory stays bounded)."""
 
 
 def _is_dataset(path) -> bool:
@@ -101,11 +112,13 @@ class TableWriter:
     users expect); BED has none (what BED tools expect). Files and folders are
     written under a temporary name beside the target (``.NAME.XXXX.part``)
     and moved into place by :meth:`close`; :meth:`abort` removes them, leaving
-    the target untouched.
+    the target untouched. With ``background``, tables are written on a
+    thread of the writer's own (module docstring); ``count`` counts them as
+    they are handed over.
     """
 
     def __init__(self, path: str | os.PathLike | None, columns: list[str], formats: dict[str, str] = FORMATS,
-                 dtypes: dict | None = None):
+                 dtypes: dict | None = None, background: bool = False):
         self.format = output_format(path, formats)
         self.columns = columns
         self.dtypes = OUTPUT_DTYPES if dtypes is None else dtypes  # of each column: an empty Parquet file has them
@@ -125,6 +138,15 @@ class TableWriter:
                 self._stream = open(self._temp, "wb")
         if self.format == "tsv":
             self._stream.write(("\t".join(columns) + "\n").encode())
+        self._thread = _WriteThread() if background else None
+
+    def _hand_over(self, rows: int, write, *args) -> None:
+        """Count ``rows`` and run ``write(*args)``: now, or queued for the writer thread."""
+        self.count += rows
+        if self._thread is None:
+            write(*args)
+        else:
+            self._thread.submit(write, *args)
 
     @property
     def target(self) -> Path | None:
@@ -134,9 +156,11 @@ class TableWriter:
 
     def write_table(self, table) -> None:
         """Append an Arrow table whose columns are ``columns`` (BED: its six columns)."""
-        if table.num_rows == 0:
-            return
-        self.count += table.num_rows
+        if table.num_rows:
+            self._hand_over(table.num_rows, self._append, table)
+
+    def _append(self, table) -> None:
+        """Write ``table`` to the output (on the writer thread, if there is one)."""
         if self.format == "parquet":
             self._write_parquet(table, self._temp)
         elif self.format == "parquet-dataset":
@@ -178,7 +202,10 @@ class TableWriter:
         self._stream.write(encoded.getvalue().to_pybytes())
 
     def close(self) -> None:
-        """Finish the output and move it into place."""
+        """Finish the output and move it into place (raises what a write on the writer thread failed with)."""
+        if self._thread is not None:
+            self._thread.finish()   # on a failure (raised here) abort() still finds it, ended
+            self._thread = None
         if self.format in ("parquet", "parquet-dataset") and self._parquet is None and self.count == 0:
             # No row: still a valid, empty table with the columns.
             empty = self._temp if self.format == "parquet" else self._temp / "part-00000.parquet"
@@ -197,6 +224,9 @@ class TableWriter:
 
     def abort(self) -> None:
         """Drop the partial output: the target path is left untouched."""
+        if self._thread is not None:
+            thread, self._thread = self._thread, None
+            thread.cancel()
         if self._temp is None:
             return
         try:
@@ -220,8 +250,9 @@ class HitWriter(TableWriter):
     hits this is most of the client's work).
     """
 
-    def __init__(self, path: str | os.PathLike | None, columns: list[str], record_names, pattern_names):
-        super().__init__(path, columns)
+    def __init__(self, path: str | os.PathLike | None, columns: list[str], record_names, pattern_names,
+                 background: bool = True):
+        super().__init__(path, columns, background=background)
         import pyarrow as pa
 
         self._names = {"record": pa.array(list(record_names), type=pa.string()),
@@ -229,15 +260,18 @@ class HitWriter(TableWriter):
                        "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
 
     def write(self, rows: pd.DataFrame) -> None:
-        with stages.timed("write"):
-            self._write_rows(rows)
+        """Append rows of index columns (the writer thread converts them; ``rows`` must not change after)."""
+        if len(rows):
+            self._hand_over(len(rows), self._write_rows, rows)
 
     def _write_rows(self, rows: pd.DataFrame) -> None:
+        with stages.timed("write"):
+            self._append(self._named_table(rows))
+
+    def _named_table(self, rows: pd.DataFrame):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if len(rows) == 0:
-            return
         arrays = {}
         for name in self.columns:
             if name in self._names:
@@ -248,7 +282,58 @@ class HitWriter(TableWriter):
             start = arrays["start"] if "start" in arrays else pc.subtract(arrays["end"], 1)
             arrays = {"chrom": arrays["record"], "start": start, "end": arrays["end"], "name": arrays["pattern"],
                       "score": arrays["distance"], "strand": arrays["strand"]}
-        self.write_table(pa.table(arrays))
+        return pa.table(arrays)
+
+
+class _WriteThread:
+    """Runs writes in the order handed over, on a thread of their own.
+
+    The queue holds at most ``WRITE_QUEUE`` writes (the client waits past
+    that). After the first write that fails, the rest are skipped, and the
+    failure is raised in the client's thread: at its next :meth:`submit`, or
+    at :meth:`finish`. :meth:`cancel` skips what is queued (a failed job).
+    """
+
+    def __init__(self):
+        self._queue: queue.Queue = queue.Queue(WRITE_QUEUE)
+        self._failure: BaseException | None = None
+        self._cancelled = False
+        self._thread = threading.Thread(target=self._run, name="seqsift-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, write, *args) -> None:
+        self._raise_failure()
+        self._queue.put((write, args))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._failure is None and not self._cancelled:
+                write, args = item
+                try:
+                    write(*args)
+                except BaseException as err:  # noqa: BLE001 (raised in the client's thread)
+                    self._failure = err
+
+    def _stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def finish(self) -> None:
+        """Wait for every write handed over; raise what one failed with."""
+        self._stop()
+        self._raise_failure()
+
+    def cancel(self) -> None:
+        """Skip the writes still queued and wait for the one under way (its error is dropped)."""
+        self._cancelled = True
+        self._stop()
 
 
 OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern": object,
