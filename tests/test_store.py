@@ -253,3 +253,40 @@ def test_store_is_removed_only_once_the_output_is_in_place(job_files, client, tm
     reference, patterns = job_files
     seqsift.search(reference, patterns, 2, metric="edit", output=str(out), chunk_size=CHUNK, client=client)
     assert seen_at_removal["output"] == expected
+
+
+# -- early tasks past the spill budget come back from the store -------------------------
+
+def test_early_tasks_past_the_budget_are_read_back_from_their_saved_files(tmp_path, monkeypatch):
+    from seqsift.engine.run import _EarlyTasks
+    from seqsift.engine.store import SpillFolder
+
+    store = TaskStore(tmp_path / "store", {"job": 1}, resume=False)
+    spilled = []
+    monkeypatch.setattr(SpillFolder, "write", lambda self, name, rows: spilled.append(name))
+    early = _EarlyTasks(spill_rows=10, store=store)
+    first = pd.DataFrame({"record": [0] * 8, "end": list(range(8))})
+    second = pd.DataFrame({"record": [1] * 5, "end": list(range(100, 105))})
+    for key, rows in (((0, 0), first), ((1, 0), second)):
+        store.save_soon(key, rows)
+        early.put(key, rows)
+    assert early.rows_in_memory == 8 and spilled == [], "the saved file is the copy on disk: none is written twice"
+    pd.testing.assert_frame_equal(early.pop((1, 0)), second)
+    pd.testing.assert_frame_equal(early.pop((0, 0)), first)
+    store.remove()
+
+
+def test_a_file_job_past_a_tiny_spill_budget_writes_the_same_output(job_files, client, tmp_path, monkeypatch,
+                                                                     expected):
+    import seqsift.engine.run
+
+    loads = []
+    real_load = TaskStore.load
+    monkeypatch.setattr(seqsift.engine.run, "SPILL_ROWS", 5)
+    monkeypatch.setattr(TaskStore, "load", lambda self, key: loads.append(key) or real_load(self, key))
+    out = tmp_path / "hits.tsv"
+    reference, patterns = job_files
+    seqsift.search(reference, patterns, 2, metric="edit", client=client, output=str(out), chunk_size=CHUNK)
+    assert loads, "no task waited on disk"
+    assert out.read_text() == expected
+    assert not TaskStore.directory_beside(out).exists()

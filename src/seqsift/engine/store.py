@@ -164,7 +164,8 @@ class TaskStore:
         self.directory = Path(directory)
         self.digest = fingerprint_digest(fingerprint)
         self._files: dict[tuple[int, int], Path] = {}   # saved (or found whole on resume) -> its file
-        self._lock = threading.Lock()
+        self._written: set[tuple[int, int]] = set()      # saved by this job: read back without a check
+        self._lock = threading.Condition()   # guards _files and _pending; notified as each save ends
         self._saver: threading.Thread | None = None
         self._queue: queue.Queue = queue.Queue(SAVE_QUEUE)
         self._pending: set[tuple[int, int]] = set()     # handed to the saver, not yet on disk
@@ -253,6 +254,7 @@ class TaskStore:
         os.replace(temporary, path)
         with self._lock:
             self._files[key] = path
+            self._written.add(key)
 
     def save_soon(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
         """Hand task ``key``'s rows to the saver thread (waits while ``SAVE_QUEUE`` tasks wait for it).
@@ -283,6 +285,7 @@ class TaskStore:
                 if item is not None:
                     with self._lock:
                         self._pending.discard(item[0])
+                        self._lock.notify_all()
                 self._queue.task_done()
 
     def _raise_failure(self) -> None:
@@ -315,15 +318,18 @@ class TaskStore:
         return rows
 
     def load(self, key: tuple[int, int]) -> pd.DataFrame:
-        """Task ``key``'s saved rows (waiting for the saver if it is still writing them)."""
+        """Task ``key``'s saved rows (waiting for the saver if it is still writing them).
+
+        A file this job wrote is read back as the job's spilled rows are (no
+        crash came between: the kernel's copy is whole); one found on resume
+        was checked when the store opened, and is checked again.
+        """
         with self._lock:
-            pending = key in self._pending
-        if pending:
-            self.wait_saved()
+            self._lock.wait_for(lambda: key not in self._pending)
         self._raise_failure()
         with self._lock:
-            path = self._files[key]
-        return self._read(key, path)
+            path, ours = self._files[key], key in self._written
+        return frame_of_arrow(path.read_bytes())[0] if ours else self._read(key, path)
 
     def remove(self) -> None:
         """Delete the folder (the output is in place): tasks still waiting to be saved are dropped."""
