@@ -62,7 +62,7 @@ TASK_FILE = re.compile(r"task-(\d+)-(\d+)(?:\.([0-9a-f]{64}))?\.arrow")
 """A task file's name: ``task-G-B.<sha256 of its body>.arrow`` (a name without the hash is not trusted)."""
 _DIGEST_KEY = b"seqsift-job"
 _TASK_KEY = b"seqsift-task"
-SAVE_QUEUE = 8
+SAVE_QUEUE = 4
 """Tasks handed to the saver thread that may wait for it; past this, ``save_soon`` waits (memory stays bounded)."""
 
 
