@@ -87,10 +87,8 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         raise InputError(f"pattern batch size must be at least 1, not {pattern_batch_size}")
     if alphabet not in ALPHABETS:
         raise InputError(f"unknown alphabet {alphabet!r} (choose {' or '.join(ALPHABETS)})")
-    # Here, not at the top: pandas, distributed and Numba load when a job runs, not with `import seqsift`.
+    # Here, not at the top: pandas loads when a job starts, not with `import seqsift`.
     from .output import FrameCollector, HitWriter, check_output_path, refuse_overwriting_inputs
-    from .run import run_job
-    from .store import TaskStore
 
     if alphabet == "bytes":
         if strand == "-":
@@ -120,6 +118,10 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         note(f"{chosen} has no {backend} kernel yet: the workers run its CPU path")
     job = SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
                     strand=strand, algorithm=chosen, backend=backend, align=align)
+    # Once the inputs are known good: distributed and Numba load only for a job that runs.
+    from .run import run_job
+    from .store import TaskStore
+
     to_file = output is not None and str(output) != "-"
     if resume and not to_file:
         raise InputError("resume needs an output file (-o): the saved tasks live beside it")
