@@ -20,9 +20,9 @@ JOB_STACK = ("pandas", "pyarrow", "dask", "distributed", "numba", "llvmlite", "c
 """Modules a job needs and ``seqsift --help`` does not (seconds to import on the GPU machine)."""
 
 
-def _python(code: str, *, cwd=None) -> subprocess.CompletedProcess:
+def _python(code: str, *, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+                          env=env, timeout=300)
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -179,3 +179,24 @@ def test_the_clusters_seqsift_starts_run_no_profiler_and_poll_rarely():
         assert timers[0]["monitor"] == 5000 and scheduler_monitor == 5000
         if in_process:
             assert "memory_monitor" not in timers[0], timers[0]
+
+
+def test_count_gpus_asks_nvml_once_and_imports_no_dask_cuda(tmp_path):
+    """The GPU count of dask-cuda's rule (CUDA_VISIBLE_DEVICES, else NVML), with NVML initialised once per
+    process and dask-cuda itself (seconds of imports) not loaded; a stand-in NVML counts the calls."""
+    fakes = tmp_path / "fakes"
+    (fakes / "dask_cuda").mkdir(parents=True)
+    (fakes / "dask_cuda" / "__init__.py").write_text("raise ImportError('count_gpus must not import dask_cuda')\n")
+    (fakes / "pynvml.py").write_text("inits = 0\n"
+                                     "def nvmlInit():\n    global inits\n    inits += 1\n"
+                                     "def nvmlDeviceGetCount():\n    return 3\n")
+    result = _python("""
+        import os
+        import pynvml
+        from seqsift.cluster import count_gpus
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        assert (count_gpus(), count_gpus()) == (3, 3) and pynvml.inits == 1, pynvml.inits
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0,2"
+        assert count_gpus() == 2 and pynvml.inits == 1
+    """, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(fakes), *filter(None, [os.environ.get("PYTHONPATH")])])})
+    assert result.returncode == 0, result.stderr
