@@ -262,7 +262,9 @@ def test_interrupted_job_resumes_from_its_saved_tasks(tmp_path, monkeypatch):
     import sys
     import time
 
-    crispr_module = sys.modules["seqsift.crispr"]
+    import seqsift.crispr.task
+
+    crispr_module = sys.modules["seqsift.crispr.task"]  # run_crispr_job takes the task from there when it runs
     rng = random.Random(5)
     records, guides = random_case(rng, "ACGT", 8, guides=3)
     reference = write_fasta(tmp_path / "ref.fa", records)
