@@ -355,7 +355,9 @@ def plot(records: list[dict], path: Path, title: str) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--as-cli":
-        raise SystemExit(as_cli(sys.argv[2:]))
+        from seqsift.cli import exit_now
+
+        exit_now(as_cli(sys.argv[2:]))  # ends as the seqsift command does (cli.console_main)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--genome-dir", type=Path, required=True, help="where the genome is written (local disk)")
     parser.add_argument("--gbp", type=float, default=3.1, help="genome size in Gbp (default 3.1)")
