@@ -158,9 +158,12 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
                                                (text_device, np.int64(n), planes, np.int64(plane_words)))
             groups = (short.size + SLICED_ROWS - 1) // SLICED_ROWS
             spans = (last_word - first_word + SLICED_WORDS) // SLICED_WORDS
+            # The rows go to the device once per batch (every chunk task of the batch reuses them).
+            device_masks, device_lengths = batch.derived(
+                ("hamming.sliced", cupy.cuda.Device().id), lambda: (cupy.asarray(masks), cupy.asarray(sub_lengths)))
             hits = _run(module.get_function(f"hamming_sliced_{bits}"), (groups * spans,), (SLICED_ROWS,),
-                        (planes, np.int64(plane_words), np.int64(n), cupy.asarray(masks), np.int32(m_max),
-                         cupy.asarray(sub_lengths), np.int32(short.size), np.int32(m_max), np.int32(k_budget),
+                        (planes, np.int64(plane_words), np.int64(n), device_masks, np.int32(m_max),
+                         device_lengths, np.int32(short.size), np.int32(m_max), np.int32(k_budget),
                          np.int64(lo), np.int64(hi), np.int64(first_word), np.int32(SLICED_WORDS),
                          np.int64(last_word)), capacity=capacity)
             parts.append(EndHits(short[hits.row].astype(np.int32), hits.end, hits.distance))
