@@ -17,7 +17,9 @@ never import it.
 """
 from __future__ import annotations
 
+import os
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -70,11 +72,50 @@ def to_device_text(text):
 
 STAGE_BYTES = 32 << 20
 """Bytes per pinned staging buffer; each task thread has two and alternates them."""
+STAGING_THREADS = 2
+"""Task threads per GPU worker (seqsift.cluster): staging buffers for this many are allocated together."""
 ENCODE_THREADS = 256
 
 
+class FileRange:
+    """``length`` bytes at ``offset`` of the file at ``path``: a window stored as it is (in the genome cache)."""
+
+    __slots__ = ("path", "offset", "length")
+
+    def __init__(self, path: str, offset: int, length: int):
+        self.path, self.offset, self.length = path, int(offset), int(length)
+
+    @property
+    def size(self) -> int:
+        return self.length
+
+
+_staging_lock = threading.Lock()
+_staging_free: list[list[np.ndarray]] = []  # pairs of pinned buffers no thread has taken yet
+
+
+def _staging_pair() -> list[np.ndarray]:
+    """Two pinned buffers of STAGE_BYTES for the calling thread, out of one allocation per STAGING_THREADS.
+
+    A pinned allocation (cudaHostAlloc) waits for the work queued on the
+    device (the CUDA programming guide's "implicit synchronization"), so a
+    second task thread that allocated its buffers lazily waited for the
+    first thread's search (0.15-0.2 s per thread in the H100 profile of a
+    3.1 Gbp job). The first thread to upload allocates every thread's
+    buffers at once, before any search is queued.
+    """
+    with _staging_lock:
+        if not _staging_free:
+            import cupy
+
+            block = np.frombuffer(cupy.cuda.alloc_pinned_memory(2 * STAGING_THREADS * STAGE_BYTES), np.uint8)
+            buffers = block.reshape(2 * STAGING_THREADS, STAGE_BYTES)
+            _staging_free.extend([[buffers[2 * t], buffers[2 * t + 1]] for t in range(STAGING_THREADS)])
+        return _staging_free.pop()
+
+
 class _Uploader(threading.local):
-    """This thread's copy stream and two pinned staging buffers (made on first use).
+    """This thread's copy stream and its two pinned staging buffers (taken on first use).
 
     The stream does not synchronise with the legacy default stream the search
     kernels run on, so one task thread's upload and encoding overlap the other
@@ -87,10 +128,9 @@ class _Uploader(threading.local):
         import cupy
 
         if self.stream is None:
-            self.stream = cupy.cuda.Stream(non_blocking=True)
-            self.buffers = [np.frombuffer(cupy.cuda.alloc_pinned_memory(STAGE_BYTES), np.uint8, STAGE_BYTES)
-                            for _ in range(2)]
+            self.buffers = _staging_pair()
             self.done = [None, None]  # the event after which each buffer may be refilled
+            self.stream = cupy.cuda.Stream(non_blocking=True)
         return self
 
 
@@ -100,10 +140,15 @@ _uploader = _Uploader()
 def upload_and_encode(raw, encode: bool = True, clock=None):
     """Host bytes -> a new device array; with ``encode``, translated to text codes there.
 
-    ``raw`` (bytes or a uint8 array: the newline-free FASTA bytes) is copied
-    into a pinned buffer slice by slice while the previous slice crosses PCIe
-    asynchronously, then ``encode_text_codes`` (encode/encode.cu) turns the bytes
-    into text codes in place, with ``alphabet.TEXT_CODE_ARRAY`` as its table.
+    ``raw`` is the newline-free FASTA bytes: bytes or a uint8 array, or a
+    :class:`FileRange` of a file that holds them as they are (the genome
+    cache). They are copied into a pinned buffer slice by slice while the
+    previous slice crosses PCIe asynchronously, then ``encode_text_codes``
+    (encode/encode.cu) turns the bytes into text codes in place, with
+    ``alphabet.TEXT_CODE_ARRAY`` as its table. A FileRange is read with
+    ``os.preadv`` straight into the pinned buffer: the GIL is released, and
+    the bytes come at page-cache speed, where copying from a fresh memory map
+    of the file page-faults on every 4 KiB page (``benchmarks/bench_stage_read.py`` measures both).
     Returns when the codes are ready (the caller's kernels run on another
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
     (seqsift.engine.stages.timed), or None.
@@ -112,31 +157,63 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
 
     from ..alphabet import TEXT_CODE_ARRAY
 
-    source = np.frombuffer(raw, np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
-    source = np.ascontiguousarray(source, dtype=np.uint8)
+    if isinstance(raw, FileRange):
+        source, size = raw, raw.length
+    else:
+        source = np.frombuffer(raw, np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+        source = np.ascontiguousarray(source, dtype=np.uint8)
+        size = source.size
     up = _uploader.ready()
-    device = cupy.empty(source.size, dtype=cupy.uint8)
-    with up.stream, (clock("transfer") if clock else _no_clock()):
-        for slice_index, first in enumerate(range(0, source.size, STAGE_BYTES)):
-            part = source[first:first + STAGE_BYTES]
+    device = cupy.empty(size, dtype=cupy.uint8)
+    with up.stream, (clock("transfer") if clock else _no_clock()), _filler(source) as fill:
+        for slice_index, first in enumerate(range(0, size, STAGE_BYTES)):
+            count = min(STAGE_BYTES, size - first)
             which = slice_index % 2
             if up.done[which] is not None:
                 up.done[which].synchronize()   # the copy out of this buffer has finished
-            staged = up.buffers[which][:part.size]
-            np.copyto(staged, part)
-            device[first:first + part.size].set(staged, stream=up.stream)
+            staged = up.buffers[which][:count]
+            fill(staged, first)
+            device[first:first + count].set(staged, stream=up.stream)
             up.done[which] = up.stream.record()
         if clock:
             up.stream.synchronize()
-    if encode and source.size:
+    if encode and size:
         with up.stream, (clock("encode") if clock else _no_clock()):
             table = _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
-            blocks = min(4096, (source.size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
+            blocks = min(4096, (size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
             load_module("encode/encode.cu").get_function("encode_text_codes")(
-                (blocks,), (ENCODE_THREADS,), (device, np.int64(source.size), table))  # on up.stream, the current stream
+                (blocks,), (ENCODE_THREADS,), (device, np.int64(size), table))  # on up.stream, the current stream
             up.stream.synchronize()
     up.stream.synchronize()
     return device
+
+
+@contextmanager
+def _filler(source):
+    """``fill(buffer, first)``: puts the source's bytes ``[first, first + len(buffer))`` into ``buffer``."""
+    if not isinstance(source, FileRange):
+        yield lambda buffer, first: np.copyto(buffer, source[first:first + buffer.size])
+        return
+    fd = os.open(source.path, os.O_RDONLY)
+    try:
+        yield lambda buffer, first: read_file_into(fd, buffer, source.offset + first)
+    finally:
+        os.close(fd)
+
+
+def read_file_into(fd: int, buffer: np.ndarray, offset: int) -> None:
+    """Fill ``buffer`` (a writable uint8 array) with the file's bytes from ``offset``; EOFError if the file ends first.
+
+    ``os.preadv`` writes into the buffer directly (no temporary bytes) and
+    releases the GIL while the kernel copies from the page cache.
+    """
+    view = memoryview(buffer).cast("B")
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if got == 0:
+            raise EOFError(f"file ends {len(view) - done} bytes short of a window read at offset {offset}")
+        done += got
 
 
 @lru_cache(maxsize=None)
