@@ -3,6 +3,8 @@
 * a window of the genome cache is read from the file into pinned memory
   (``kernels.cuda.FileRange``) and its device codes equal the CPU encoding,
   across several staging buffers, at record boundaries and in the last record;
+* windows cut from one device slab do not overlap, stay 256-byte aligned, and
+  a full slab starts a new one;
 * two task threads uploading together each get their own staging buffers;
 * a batch reused for chunk after chunk (its rows on the device once, through
   ``PatternBatch.derived``) finds what the CPU backend finds in every chunk.
@@ -63,6 +65,19 @@ def test_cached_windows_reach_the_device_from_the_file(tmp_path, private_cache, 
         expected = records[record][1][start:end].encode()
         assert isinstance(given[-1], kernels_cuda.FileRange)
         assert window.device.get().tobytes() == encode_text(expected).tobytes()
+
+
+def test_windows_cut_from_slabs_do_not_overlap(monkeypatch):
+    from seqsift.kernels import cuda as kernels_cuda
+
+    monkeypatch.setattr(kernels_cuda, "SLAB_BYTES", 1 << 20)
+    monkeypatch.setattr(kernels_cuda, "_window_slabs", kernels_cuda._WindowSlabs())
+    rng = np.random.default_rng(5)
+    sources = [rng.integers(0, 256, size, dtype=np.uint8) for size in (1, 300_001, 255, 700_000, 3 << 20, 17)]
+    windows = [kernels_cuda.upload_and_encode(s, encode=False) for s in sources]
+    for source, window in zip(sources, windows):
+        assert window.data.ptr % kernels_cuda.WINDOW_ALIGN == 0
+        assert np.array_equal(window.get(), source)  # nothing written over by a later window
 
 
 def test_two_threads_have_their_own_staging_buffers():
