@@ -69,7 +69,8 @@ class PatternSet:
         """
         if self.alphabet == "bytes" and STRAND_MINUS in strands:
             raise ValueError("byte patterns have no reverse complement: search the + strand only")
-        key = (tuple(indices), tuple(strands))
+        key = (("range", indices.start, indices.stop, indices.step) if isinstance(indices, range) else tuple(indices),
+               tuple(strands))
         batch = self._batches.get(key)
         if batch is None:
             with self._batches_lock:  # the two task threads of a worker start with the same range
