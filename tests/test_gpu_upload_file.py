@@ -106,10 +106,10 @@ def test_two_threads_have_their_own_staging_buffers():
 
 @pytest.mark.parametrize("count", [5, 40])  # hamming: 10 rows run hamming_direct_*, 80 rows hamming_sliced_*
 @pytest.mark.parametrize("algorithm, k", [("edit-myers", 2), ("hamming-packed", 2), ("edit-nfa", 2),
-                                          ("edit-rowdp", 2)])
+                                          ("edit-rowdp", 2), ("edit-wm-scan", 2)])
 def test_a_batch_reused_over_chunks_finds_what_the_cpu_finds(algorithm, k, count):
     rng = random.Random(8)
-    sequences = tuple("".join(rng.choice("ACGT") for _ in range(rng.choice((18, 23, 40, 70)))) for _ in range(count))
+    sequences = tuple("".join(rng.choice("ACGT") for _ in range(rng.choice((18, 23, 40, 64)))) for _ in range(count))
     batch = PatternSet(tuple(map(str, range(count))), sequences).oriented(range(count), (0, 1))
     for chunk in range(3):
         parts = []
