@@ -253,3 +253,20 @@ def test_gpu_window_without_the_cache_is_uploaded_from_the_array(cached_referenc
     window = task._complete(plain, Chunk(2, 3, 3, 700), task.ChunkWindow(3), need_raw=False, on_device=True)
     assert isinstance(host_upload[-1], np.ndarray)
     assert np.array_equal(window.device, encode_text(records[2][1][3:700].encode()))
+
+
+# ---- EndHits.sorted ----------------------------------------------------------
+
+@pytest.mark.parametrize("row_high, end_high", [(2_000, 64 << 20), (1 << 30, 1 << 40), (3, 5)])
+def test_end_hits_sorted_orders_by_row_then_end_keeping_ties(row_high, end_high):
+    from seqsift.kernels import EndHits
+
+    rng = np.random.default_rng(row_high)
+    row = rng.integers(0, row_high, 3_000).astype(np.int32)
+    end = rng.integers(0, end_high, 3_000).astype(np.int64)
+    distance = np.arange(3_000, dtype=np.int16)  # tells equal (row, end) apart: their order must stay
+    got = EndHits(row, end, distance).sorted()
+    expected = sorted(zip(row.tolist(), end.tolist(), distance.tolist()), key=lambda h: (h[0], h[1]))
+    assert list(zip(got.row.tolist(), got.end.tolist(), got.distance.tolist())) == expected
+    assert got.row.dtype == np.int32 and got.end.dtype == np.int64 and got.distance.dtype == np.int16
+    assert len(EndHits.empty().sorted()) == 0
