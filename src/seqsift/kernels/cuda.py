@@ -89,10 +89,6 @@ class FileRange:
     def __init__(self, path: str, offset: int, length: int):
         self.path, self.offset, self.length = path, int(offset), int(length)
 
-    @property
-    def size(self) -> int:
-        return self.length
-
 
 _staging_lock = threading.Lock()
 _staging_free: list[list[np.ndarray]] = []  # pairs of pinned buffers no thread has taken yet
@@ -193,9 +189,10 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
     previous slice crosses PCIe asynchronously, then ``encode_text_codes``
     (encode/encode.cu) turns the bytes into text codes in place, with
     ``alphabet.TEXT_CODE_ARRAY`` as its table. A FileRange is read with
-    ``os.preadv`` straight into the pinned buffer: the GIL is released, and
-    the bytes come at page-cache speed, where copying from a fresh memory map
-    of the file page-faults on every 4 KiB page (``benchmarks/bench_stage_read.py`` measures both).
+    ``os.preadv`` straight into the pinned buffer (GIL released, page-cache
+    speed) instead of copied from a fresh memory map of the file, which
+    page-faults on first touch: about 1.7 GB/s a task thread in the H100
+    host's profile (``benchmarks/bench_stage_read.py`` measures both ways).
     Returns when the codes are ready (the caller's kernels run on another
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
     (seqsift.engine.stages.timed), or None.
