@@ -270,3 +270,40 @@ def test_end_hits_sorted_orders_by_row_then_end_keeping_ties(row_high, end_high)
     assert list(zip(got.row.tolist(), got.end.tolist(), got.distance.tolist())) == expected
     assert got.row.dtype == np.int32 and got.end.dtype == np.int64 and got.distance.dtype == np.int16
     assert len(EndHits.empty().sorted()) == 0
+
+
+# ---- pinned staging buffers: one allocation for the worker's task threads -----
+
+def test_task_threads_share_one_pinned_allocation(monkeypatch):
+    """Both task threads' staging buffers come from one cudaHostAlloc (CuPy replaced by a recorder: no GPU here)."""
+    import sys
+    import types
+
+    allocations = []
+
+    def alloc_pinned_memory(size):
+        allocations.append(size)
+        return bytearray(size)
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(alloc_pinned_memory=alloc_pinned_memory,
+                                                            Stream=lambda non_blocking: object()))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(kernels_cuda, "STAGE_BYTES", 1 << 12)
+    monkeypatch.setattr(kernels_cuda, "_staging_free", [])
+    monkeypatch.setattr(kernels_cuda, "_uploader", kernels_cuda._Uploader())
+    start = threading.Barrier(kernels_cuda.STAGING_THREADS)
+    taken = []
+
+    def task():
+        start.wait()
+        taken.append(kernels_cuda._uploader.ready().buffers)
+
+    threads = [threading.Thread(target=task) for _ in range(kernels_cuda.STAGING_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert allocations == [2 * kernels_cuda.STAGING_THREADS * (1 << 12)]
+    starts = {buffer.ctypes.data for pair in taken for buffer in pair}
+    assert len(starts) == 2 * kernels_cuda.STAGING_THREADS  # every buffer its own
+    assert all(buffer.size == 1 << 12 and buffer.flags.writeable for pair in taken for buffer in pair)
