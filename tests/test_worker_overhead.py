@@ -12,7 +12,10 @@
 * ``engine.task.read_chunk`` on a GPU worker hands the upload a file range
   for a cached window and the array for one that is not (the upload is
   replaced by a host stand-in: no GPU here; tests/test_gpu_pipeline.py runs
-  the real one).
+  the real one);
+* ``EndHits.sorted`` orders by (row, end) and keeps ties, on its packed-key
+  and its lexsort paths;
+* the task threads' pinned staging buffers come from one allocation.
 """
 from __future__ import annotations
 
