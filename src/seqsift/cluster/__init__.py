@@ -176,7 +176,6 @@ def _quiet_settings(dashboard: bool) -> dict:
             "distributed.worker.profile.enabled": False,
             "distributed.admin.system-monitor.interval": "5s",
             "distributed.admin.system-monitor.disk": False,
-            "distributed.admin.system-monitor.host-cpu": False,
             "distributed.admin.system-monitor.gil.enabled": False}
 
 
