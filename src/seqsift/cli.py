@@ -39,6 +39,7 @@ from .errors import InputError
 from .patterns import STRAND_CHOICES
 from .crispr.cli import add_crispr_parser
 from .screen_cli import add_screen_parser
+from .server import add_serve_parser
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(d)
     add_screen_parser(commands, _add_run_options)
     add_crispr_parser(commands, _add_run_options)
+    add_serve_parser(commands)
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
@@ -218,8 +220,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The ``seqsift`` command: :func:`main` with the command line's arguments, then :func:`exit_now`."""
-    exit_now(main())
+    """The ``seqsift`` command: the run goes to this user's ``seqsift serve`` when one listens
+    (server.py), else :func:`main` runs it here; then :func:`exit_now`."""
+    from .server import run_on_server
+
+    argv = sys.argv[1:]
+    served_status = run_on_server(argv)
+    exit_now(main(argv) if served_status is None else served_status)
 
 
 def exit_now(code: int) -> None:

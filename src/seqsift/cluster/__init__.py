@@ -54,6 +54,7 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 if TYPE_CHECKING:
@@ -106,6 +107,9 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
     """A client for the job's duration; a local cluster is shut down afterwards."""
     from distributed import Client
 
+    if _kept is not None and _kept.backend == backend and not (scheduler or scheduler_file or workers or gpus):
+        yield _kept.client  # seqsift serve's cluster: it outlives the job
+        return
     if scheduler or scheduler_file:
         client = Client(scheduler_file=scheduler_file) if scheduler_file else Client(scheduler)
         try:
@@ -123,6 +127,29 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
     finally:
         with _interrupts_deferred():  # a second Ctrl-C must not leave the cluster half closed
             cluster.close()
+
+
+@dataclass(frozen=True)
+class _KeptCluster:
+    client: object
+    backend: str
+
+
+_kept: _KeptCluster | None = None
+
+
+@contextmanager
+def keep_for_jobs(client, backend: str) -> Iterator[None]:
+    """For the block, :func:`connect` hands ``client`` to every job of this process that asks for a
+    local ``backend`` cluster (no scheduler, GPU list or worker count of its own) and leaves it
+    running afterwards: ``seqsift serve`` keeps one cluster, and what its worker has read, for
+    every run it takes (server.py)."""
+    global _kept
+    _kept = _KeptCluster(client, backend)
+    try:
+        yield
+    finally:
+        _kept = None
 
 
 @contextmanager
