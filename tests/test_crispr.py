@@ -360,3 +360,50 @@ def test_saved_tasks_outlive_a_failure_while_the_output_is_put_in_place(tmp_path
                        backend="cpu", workers=2)
     assert not out.exists()
     assert list(store.glob("task-*.arrow")), "the saved tasks were removed before the output was in place"
+
+
+def test_guides_of_several_lengths_with_iupac_and_bulges_match_the_oracle(client, tmp_path):
+    """One job, guides of 5..8 bases (IUPAC letters in some): rows and site strings are built per length."""
+    rng = random.Random(31)
+    records, guides = [], []
+    for length in (5, 6, 7, 8):
+        some_records, some_guides = random_case(rng, "ACGTacgtN", length, guides=2)
+        records += [(f"{name}_{length}", text) for name, text in some_records]
+        guides += [(f"{name}_{length}", guide[:2] + "R" + guide[3:] if length % 2 else guide)
+                   for name, guide in some_guides]
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    got = seqsift.crispr(str(reference), guides, pam="NGG", mismatches=1, dna_bulge=2, rna_bulge=1, client=client,
+                         chunk_size=100, backend="cpu")
+    expected = oracle_sites(records, guides, "NGG", 1, 3, 2, 1)
+    assert {row[6] for row in expected} == {"none", "DNA", "RNA"} and len({len(row[8]) for row in expected}) > 4
+    assert as_rows(got) == expected
+
+
+def test_a_job_orients_each_guide_range_once_for_all_its_task_threads():
+    """Tasks of one worker share the job: the rows of a guide range are built once (thread-safely), not per task."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    from crispr_oracle import SETS
+    from seqsift.crispr.task import CrisprJob
+    from seqsift.patterns import PatternSet
+
+    sequences = ("ACGTACGTAC", "GGRTTA", "TTTNCAGGACCA", "CAGT")
+    job = CrisprJob(reference=None, guides=PatternSet(("a", "b", "c", "d"), sequences), limits=(1, 2, 3, 1),
+                    pam="NGG", pam_side=3, dna_bulge=0, rna_bulge=0, strands=(0, 1), backend="cpu")
+    with ThreadPoolExecutor(8) as pool:
+        shared = list(pool.map(lambda _: job.rows(range(1, 3)), range(32)))
+    assert all(rows is shared[0] for rows in shared)
+    assert job.rows(range(0, 2)) is not shared[0]
+
+    rows = shared[0]
+    bit = {"A": 1, "C": 2, "G": 4, "T": 8}
+    mask = lambda letters: [sum(bit[b] for b in SETS[letter]) for letter in letters]  # noqa: E731
+    assert rows.guide_index.tolist() == [1, 1, 2, 2] and rows.strand.tolist() == [0, 1, 0, 1]
+    assert rows.limit.tolist() == [2, 2, 3, 3] and rows.lengths.tolist() == [6, 6, 12, 12]
+    for r, text in enumerate([sequences[1], revcomp(sequences[1]), sequences[2], revcomp(sequences[2])]):
+        assert rows.masks[r].tolist() == mask(text) + [0] * (12 - len(text))
+
+    copy = pickle.loads(pickle.dumps(job))  # what a worker receives: the fields, no caches
+    assert set(copy.__dict__) == set(CrisprJob.__dataclass_fields__)
+    assert copy.rows(range(1, 3)) is not rows and (copy.rows(range(1, 3)).masks == rows.masks).all()
