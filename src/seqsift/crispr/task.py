@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..alphabet import encode_text, pattern_masks
 from ..engine.task import read_chunk
-from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, GuideRows, find_sites, mask_table,
-                              orient_guides, site_halo)
+from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
+                              mask_table, orient_guides, site_halo)
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
 from .scores import cfd_scores, mit_scores, scores_defined
@@ -132,11 +132,14 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hit
     mit = np.full(count, np.nan)
     lengths = rows.lengths[hits.row]
     # Hits of one (bulge type, size, guide length) have sites of one shape: whole arrays at once.
-    shapes = np.stack([hits.bulge_type.astype(np.int64), hits.bulge_size.astype(np.int64), lengths], axis=1)
-    for kind, size, length in np.unique(shapes, axis=0):
-        chosen = np.flatnonzero((shapes == (kind, size, length)).all(axis=1))
-        guide_aligned[chosen], site[chosen], cfd[chosen], mit[chosen] = _sites(job, rows, raw, hits, chosen, int(kind),
-                                                                              int(size), int(length))
+    longest = int(lengths.max(initial=0)) + 1
+    shapes = (hits.bulge_type.astype(np.int64) * (MAX_BULGE + 1) + hits.bulge_size) * longest + lengths
+    present, shape_of = np.unique(shapes, return_inverse=True)
+    for number, shape in enumerate(present.tolist()):
+        kind, size, length = shape // longest // (MAX_BULGE + 1), shape // longest % (MAX_BULGE + 1), shape % longest
+        chosen = np.flatnonzero(shape_of == number)
+        guide_aligned[chosen], site[chosen], cfd[chosen], mit[chosen] = _sites(job, rows, raw, hits, chosen, kind,
+                                                                              size, length)
     start = hits.start + chunk.read_start
     return pd.DataFrame({
         "record": np.full(count, chunk.record_index, dtype=np.int32),
