@@ -35,6 +35,10 @@ static grid_index blockIdx, threadIdx, gridDim, blockDim;
 using std::min;
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) { unsigned long long o = *a; *a += v; return o; }
+static inline int atomicOr(int* a, int v) { int o = *a; *a |= v; return o; }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+#define __ballot_sync(mask, predicate) ((predicate) ? 1u : 0u)
+template <class T> static inline T __shfl_sync(unsigned, T value, int) { return value; }
 extern "C" void host_block(unsigned y, unsigned tiles) {
     blockIdx = {0, y, 0}; threadIdx = {0, 0, 0}; gridDim = {1, tiles, 1}; blockDim = {1, 1, 1};
 }
@@ -110,10 +114,13 @@ def host_find_sites(lib, text: np.ndarray, rows: GuideRows, dna_bulge: int, rna_
     return SiteHits(*(np.concatenate([getattr(p, f) for p in parts]) for f in SiteHits.__dataclass_fields__))
 
 
+@pytest.mark.parametrize("iupac", [True, False], ids=["iupac-guides", "acgt-guides"])
 @pytest.mark.parametrize("pam, side, dna, rna", [("NGG", 3, 0, 0), ("TTTV", 5, 0, 0), ("NRG", 3, 1, 1),
                                                  ("TTTV", 5, 2, 1), ("NGG", 3, 0, 2)])
-def test_cuda_source_on_the_host_matches_the_cpu_kernel(host_kernels, pam, side, dna, rna):
-    sequence, guides = random_job(len(pam) * 10 + dna * 3 + rna, length=20 if side == 3 else 23, guides=300)
+def test_cuda_source_on_the_host_matches_the_cpu_kernel(host_kernels, pam, side, dna, rna, iupac):
+    """With IUPAC guides every tile runs the one-hot layout; with plain A/C/G/T guides the 2-bit one."""
+    sequence, guides = random_job(len(pam) * 10 + dna * 3 + rna, length=20 if side == 3 else 23, guides=300,
+                                  iupac=iupac)
     text = encode_text(sequence)
     limit = 4 if dna + rna == 0 else 3
     rows = orient_guides([pattern_masks(g) for g in guides], [limit] * len(guides), pattern_masks(pam), side)
@@ -126,11 +133,12 @@ def test_cuda_source_on_the_host_matches_the_cpu_kernel(host_kernels, pam, side,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("iupac", [True, False], ids=["iupac-guides", "acgt-guides"])
 @pytest.mark.parametrize("pam, side, dna, rna, length", [("NGG", 3, 0, 0, 20), ("TTTV", 5, 0, 0, 23),
                                                          ("NRG", 3, 1, 1, 20), ("NGG", 3, 2, 2, 18),
-                                                         ("NGG", 3, 0, 0, 36)])
-def test_cuda_kernel_matches_the_cpu_kernel(pam, side, dna, rna, length):
-    sequence, guides = random_job(7 + length + dna, length=length, guides=700, size=200_000)
+                                                         ("NGG", 3, 0, 0, 36), ("NGG", 3, 0, 0, 32)])
+def test_cuda_kernel_matches_the_cpu_kernel(pam, side, dna, rna, length, iupac):
+    sequence, guides = random_job(7 + length + dna, length=length, guides=700, size=200_000, iupac=iupac)
     text = encode_text(sequence)
     limit = 4 if dna + rna == 0 else 2
     rows = orient_guides([pattern_masks(g) for g in guides], [limit] * len(guides), pattern_masks(pam), side)
