@@ -407,3 +407,63 @@ def test_a_job_orients_each_guide_range_once_for_all_its_task_threads():
     copy = pickle.loads(pickle.dumps(job))  # what a worker receives: the fields, no caches
     assert set(copy.__dict__) == set(CrisprJob.__dataclass_fields__)
     assert copy.rows(range(1, 3)) is not rows and (copy.rows(range(1, 3)).masks == rows.masks).all()
+
+
+@pytest.mark.parametrize("pam, side", [("NGG", 3), ("TTTV", 5), ("NRG", 3)])
+def test_numpy_kernel_finds_what_the_numba_kernel_finds(pam, side):
+    """kernels/crispr/vectorized.py (small jobs) against cpu.py on texts with N runs, guides of several lengths."""
+    from seqsift.alphabet import encode_text, pattern_masks
+    from seqsift.kernels.crispr import find_sites, orient_guides
+
+    rng = random.Random(f"{pam}{side}")
+    sequence = "".join(rng.choice("ACGTACGTACGTN") for _ in range(30_000))
+    guides = []
+    for g in range(60):
+        length = (17, 20, 23, 32)[g % 4]
+        at = rng.randrange(len(sequence) - length)
+        guides.append("".join(c if c != "N" else "C" for c in sequence[at:at + length]))
+    text = encode_text(sequence)
+    compared = 0
+    for strands in ((0, 1), (1,)):
+        rows = orient_guides([pattern_masks(g) for g in guides], [rng.randint(0, 9) for _ in guides],
+                             pattern_masks(pam), side, strands)
+        for lo, hi in ((0, len(text)), (41, len(text) - 17), (10_000, 10_050)):
+            expected = find_sites("cpu", text, rows, 0, 0, lo, hi).sorted()
+            got = find_sites("cpu", text, rows, 0, 0, lo, hi, small=True).sorted()
+            compared += len(expected)
+            for name in expected.__dataclass_fields__:
+                assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+                assert getattr(got, name).dtype == getattr(expected, name).dtype, name
+    assert compared > 100
+
+
+def test_small_job_choice():
+    from seqsift.alphabet import pattern_masks
+    from seqsift.kernels.crispr import SMALL_JOB_PAIRS, orient_guides, small_job
+
+    plain = orient_guides([pattern_masks("ACGTACGTACGTACGTACGT")] * 100, [4] * 100, pattern_masks("NGG"), 3)
+    assert small_job(5_000_000, plain, 0, 0)                      # E. coli, 100 guides: 6e7 pairs
+    assert not small_job(3_100_000_000, plain, 0, 0)              # the human genome
+    assert not small_job(5_000_000, plain, 1, 0)                  # bulges: the Numba kernel
+    iupac = orient_guides([pattern_masks("ACGTACGTACGTACGTACGR")], [4], pattern_masks("NGG"), 3)
+    assert not small_job(1000, iupac, 0, 0)
+    # NGG: 1/16 of the positions per strand, 2 rows a guide
+    assert small_job(int(SMALL_JOB_PAIRS * 16 / 200) - 1000, plain, 0, 0)
+    assert not small_job(int(SMALL_JOB_PAIRS * 16 / 200) + 1000, plain, 0, 0)
+
+
+def test_a_small_cpu_job_never_starts_numba(tmp_path):
+    """The point of the NumPy kernel: a small plain job's process never imports the Numba kernel module."""
+    import subprocess
+    import sys
+
+    rng = random.Random(5)
+    records, guides = random_case(rng, "ACGT", 20, guides=5)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    script = (f"import sys, seqsift\n"
+              f"rows = seqsift.crispr({str(reference)!r}, {guides!r}, mismatches=3, backend='cpu', workers=1)\n"
+              f"print(len(rows), 'seqsift.kernels.crispr.cpu' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    count, numba_kernel_loaded = result.stdout.split()
+    assert int(count) == len(oracle_sites(records, guides, "NGG", 3)) > 0
+    assert numba_kernel_loaded == "False"

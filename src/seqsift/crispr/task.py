@@ -18,7 +18,7 @@ import pandas as pd
 from ..alphabet import encode_text, pattern_masks
 from ..engine.task import read_chunk
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
-                              mask_table, orient_guides, site_halo)
+                              mask_table, orient_guides, site_halo, small_job)
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
 from .scores import cfd_scores, mit_scores, scores_defined
@@ -82,6 +82,12 @@ class CrisprJob:
         """Only the fields travel to the workers: each worker builds its own caches."""
         return {name: self.__dict__[name] for name in self.__dataclass_fields__}
 
+    @cached_property
+    def small(self) -> bool:
+        """A CPU job small enough for the NumPy kernel (kernels.crispr.small_job): Numba's start costs more."""
+        return self.backend == "cpu" and small_job(int(sum(int(n) for n in self.reference.lengths)),
+                                                   self.rows(range(len(self.guides))), self.dna_bulge, self.rna_bulge)
+
     @property
     def halo(self) -> int:
         return site_halo(self.rows(range(len(self.guides))), self.dna_bulge)
@@ -99,7 +105,8 @@ def run_crispr_task(job: CrisprJob, group: ChunkGroup, guide_range: range) -> pd
     for chunk in group.chunks:
         window = read_chunk(job.reference, chunk, need_raw=True, on_device=on_device)
         text = window.device if on_device else window.codes
-        hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi)
+        hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi,
+                          small=job.small)
         if len(hits):
             frames.append(_rows_for_chunk(job, rows, chunk, window.raw, hits.sorted()))
     if not frames:

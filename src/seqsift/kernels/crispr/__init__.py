@@ -170,15 +170,43 @@ def site_halo(rows: GuideRows, dna_bulge: int) -> int:
     return int(rows.lengths.max(initial=1)) + rows.pam_length + dna_bulge - 1
 
 
+SMALL_JOB_PAIRS = 500_000_000
+"""(PAM candidate, row) pairs below which a bulge-free plain job runs on NumPy (kernels/crispr/vectorized.py):
+Numba's first call in a process (~0.7 s) costs more than NumPy's slower checks (~1 ns a pair more)."""
+
+
+def small_job(bases: int, rows: GuideRows, dna_bulge: int, rna_bulge: int) -> bool:
+    """Whether a CPU job over ``bases`` of text is better run without Numba (SMALL_JOB_PAIRS).
+
+    Only bulge-free jobs whose rows are all plain A/C/G/T of at most 32 bases
+    qualify; the candidates are estimated from the PAM (a position matches
+    each PAM letter with probability |letter's set| / 4).
+    """
+    from .vectorized import packable
+
+    if dna_bulge or rna_bulge or not packable(rows, np.arange(rows.rows)).all():
+        return False
+    per_strand = {s: rows.rows and int((rows.strand == s).sum()) for s in (0, 1)}
+    pairs = sum(bases * np.prod([bin(int(m)).count("1") / 4 for m in rows.pam_masks[s]]) * per_strand[s]
+                for s in (0, 1))
+    return pairs < SMALL_JOB_PAIRS
+
+
 def find_sites(backend: str, text, rows: GuideRows, dna_bulge: int, rna_bulge: int,
-               owned_lo: int, owned_hi: int) -> SiteHits:
+               owned_lo: int, owned_hi: int, small: bool = False) -> SiteHits:
     """Every site of every row in ``text`` whose last base lies in [owned_lo, owned_hi).
 
     ``backend`` ``cuda`` runs guides of up to CUDA_MAX_GUIDE bases on the GPU
-    (mismatches and bulges); longer guides go to the CPU kernel.
+    (mismatches and bulges); longer guides go to the CPU kernel. ``small``
+    (``cpu`` only; a job :func:`small_job` approves): the NumPy kernel, Numba
+    never called.
     """
     if max(dna_bulge, rna_bulge) > MAX_BULGE or min(dna_bulge, rna_bulge) < 0:
         raise ValueError(f"bulge sizes must lie in 0..{MAX_BULGE}")
+    if backend == "cpu" and small:
+        from .vectorized import find_sites_vectorized
+
+        return find_sites_vectorized(text, rows, owned_lo, owned_hi)
     if backend == "cpu":
         from .cpu import find_sites_cpu
 
@@ -191,4 +219,4 @@ def find_sites(backend: str, text, rows: GuideRows, dna_bulge: int, rna_bulge: i
 
 
 __all__ = ["BULGE_DNA", "BULGE_NAMES", "BULGE_NONE", "BULGE_RNA", "CUDA_MAX_GUIDE", "GuideRows", "MAX_BULGE",
-           "SiteHits", "find_sites", "mask_table", "orient_guides", "site_halo"]
+           "SiteHits", "find_sites", "mask_table", "orient_guides", "site_halo", "small_job"]
