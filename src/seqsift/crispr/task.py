@@ -42,6 +42,12 @@ class CrisprJob:
     rna_bulge: int
     strands: tuple[int, ...]
     backend: str
+    small: bool = False        # run the NumPy kernel (kernels.crispr.small_job), never Numba; crispr() decides
+
+    def small_enough(self) -> bool:
+        """Whether this CPU job's work is below kernels.crispr.small_job's line (Numba's start costs more)."""
+        return self.backend == "cpu" and small_job(int(sum(int(n) for n in self.reference.lengths)),
+                                                   self.rows(range(len(self.guides))), self.dna_bulge, self.rna_bulge)
 
     @cached_property
     def pam_masks(self) -> np.ndarray:
@@ -81,12 +87,6 @@ class CrisprJob:
     def __getstate__(self) -> dict:
         """Only the fields travel to the workers: each worker builds its own caches."""
         return {name: self.__dict__[name] for name in self.__dataclass_fields__}
-
-    @cached_property
-    def small(self) -> bool:
-        """A CPU job small enough for the NumPy kernel (kernels.crispr.small_job): Numba's start costs more."""
-        return self.backend == "cpu" and small_job(int(sum(int(n) for n in self.reference.lengths)),
-                                                   self.rows(range(len(self.guides))), self.dna_bulge, self.rna_bulge)
 
     @property
     def halo(self) -> int:

@@ -15,6 +15,11 @@ into a 64-bit word (``other`` marks its non-ACGT bases); per row, XOR with
 the row's packed bases, fold each base's two bits onto one, OR ``other``,
 mask to the row's bases (``care``), popcount. NumPy's ufuncs release the
 GIL, so the task threads of an in-process cluster run in parallel.
+
+Note: the loops write into buffers made once (``out=``) rather than making
+a temporary array per step. In Dask's worker processes (which set
+MALLOC_TRIM_THRESHOLD_) every large temporary is a fresh mmap of zeroed
+pages, and the kernel ran 5x slower there than in a plain process.
 """
 from __future__ import annotations
 
@@ -58,11 +63,33 @@ def pam_candidates(text: np.ndarray, pam: np.ndarray) -> np.ndarray:
     n, length = text.shape[0], pam.shape[0]
     if n < length:
         return np.empty(0, dtype=np.int64)
-    ok = np.ones(n - length + 1, dtype=bool)
-    for i in range(length):
-        codes = text[i:n - length + 1 + i]
-        ok &= (codes <= 3) & ((int(pam[i]) >> np.minimum(codes, 3)) & 1).astype(bool)
+    ok, matches = np.ones(n - length + 1, dtype=bool), np.empty(n - length + 1, dtype=bool)
+    for i in range(length):  # into buffers made once: see the module's note
+        letter_matches = np.zeros(256, dtype=bool)  # text code -> within the letter's set (codes 4+ never)
+        letter_matches[:4] = [(int(pam[i]) >> code) & 1 for code in range(4)]
+        np.take(letter_matches, text[i:n - length + 1 + i], out=matches, mode="clip")
+        np.logical_and(ok, matches, out=ok)
     return np.flatnonzero(ok).astype(np.int64)
+
+
+_BASE_BITS = np.array([0, 1, 2, 3] + [0] * 252, dtype=np.uint64)     # text code -> its 2 bits (non-ACGT: 0)
+_OTHER_BIT = np.array([0, 0, 0, 0] + [1] * 252, dtype=np.uint64)     # text code -> 1 where not A/C/G/T
+
+
+def _packed_windows(text: np.ndarray, first: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(packed, other): base i of text[first:first+window] in bits 2i..2i+1 of ``packed``; ``other``'s bit 2i
+    set where that base is not A/C/G/T or lies outside the text."""
+    padded = np.concatenate([np.full(window, 4, np.uint8), text, np.full(window, 4, np.uint8)])
+    packed, other = np.zeros(len(first), np.uint64), np.zeros(len(first), np.uint64)
+    at, codes, bits = np.empty_like(first), np.empty(len(first), np.uint8), np.empty(len(first), np.uint64)
+    for i in range(window):  # into buffers made once: see the module's note
+        np.add(first, window + i, out=at)
+        np.take(padded, at, out=codes, mode="clip")  # "raise" would buffer "out"
+        for table, word in ((_BASE_BITS, packed), (_OTHER_BIT, other)):
+            np.take(table, codes, out=bits, mode="clip")
+            np.left_shift(bits, np.uint64(2 * i), out=bits)
+            np.bitwise_or(word, bits, out=word)
+    return packed, other
 
 
 def find_sites_vectorized(text, rows: GuideRows, owned_lo: int, owned_hi: int) -> SiteHits:
@@ -78,23 +105,25 @@ def find_sites_vectorized(text, rows: GuideRows, owned_lo: int, owned_hi: int) -
         pam_right, pam_length = bool(rows.pam_right[strand]), rows.pam_length
         window = int(rows.lengths[row_ids].max())
         first = candidates - window if pam_right else candidates + pam_length  # the window's first base
-        packed = np.zeros(len(candidates), dtype=np.uint64)
-        other = np.zeros(len(candidates), dtype=np.uint64)  # non-ACGT bases, and bases beyond the text
-        for i in range(window):
-            at = first + i
-            codes = np.where((at >= 0) & (at < n), text[np.clip(at, 0, max(n - 1, 0))], 4).astype(np.uint64)
-            packed |= (codes & np.uint64(3)) << np.uint64(2 * i)
-            other |= (codes >> np.uint64(2)) << np.uint64(2 * i)
+        packed, other = _packed_windows(text, first, window)
         codes, care = pack_rows(rows, row_ids, window, pam_right)
         for length in np.unique(rows.lengths[row_ids]):
             start = candidates - length if pam_right else candidates
             end = candidates + pam_length if pam_right else candidates + pam_length + length
             inside = np.flatnonzero((start >= 0) & (end <= n) & (end - 1 >= owned_lo) & (end - 1 < owned_hi))
             packed_in, other_in = packed[inside], other[inside]
+            # Each row's steps write into these buffers (the note below).
+            word, folded = np.empty_like(packed_in), np.empty_like(packed_in)
+            mismatches, kept = np.empty(len(inside), np.uint8), np.empty(len(inside), bool)
             for k in np.flatnonzero(rows.lengths[row_ids] == length):
-                x = packed_in ^ codes[k]
-                mismatches = np.bitwise_count((((x | (x >> np.uint64(1))) & EVEN_BITS) | other_in) & care[k])
-                found = np.flatnonzero(mismatches <= rows.limit[row_ids[k]])
+                np.bitwise_xor(packed_in, codes[k], out=word)
+                np.right_shift(word, np.uint64(1), out=folded)
+                np.bitwise_or(word, folded, out=word)
+                np.bitwise_and(word, EVEN_BITS, out=word)
+                np.bitwise_or(word, other_in, out=word)
+                np.bitwise_and(word, care[k], out=word)
+                np.bitwise_count(word, out=mismatches)
+                found = np.flatnonzero(np.less_equal(mismatches, rows.limit[row_ids[k]], out=kept))
                 parts.append((np.full(len(found), row_ids[k], np.int32), start[inside[found]],
                               np.full(len(found), pam_length + length, np.int32),
                               mismatches[found].astype(np.int16)))
