@@ -467,3 +467,30 @@ def test_a_small_cpu_job_never_starts_numba(tmp_path):
     count, numba_kernel_loaded = result.stdout.split()
     assert int(count) == len(oracle_sites(records, guides, "NGG", 3)) > 0
     assert numba_kernel_loaded == "False"
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_site_writer_reads_object_and_arrow_text_columns_alike(tmp_path, suffix):
+    """Rows come with text columns as Python objects or Arrow-backed (pandas 3, the task store): same file."""
+    import pyarrow as pa
+
+    from seqsift.crispr.output import SiteWriter
+
+    rows = {"record": np.array([0, 1], np.int32), "start": np.array([5, 9]), "end": np.array([28, 32]),
+            "guide": np.array([1, 0], np.int32), "strand": np.array([0, 1], np.int8),
+            "mismatches": np.array([0, 2], np.int16), "bulge_type": ["none", "DNA"],
+            "bulge_size": np.array([0, 1], np.int16), "guide_aligned": ["ACGTAGG", "AC-GTAGG"],
+            "site": ["ACGTAGG", "ACgGTTGG"], "cfd": [np.nan, 0.5], "mit": [np.nan, 1.0]}
+    written = []
+    for text_type in (object, pd.ArrowDtype(pa.string())):
+        frame = pd.DataFrame({name: pd.array(values, dtype=text_type) if name in ("bulge_type", "guide_aligned", "site")
+                              else values for name, values in rows.items()})
+        path = tmp_path / f"{len(written)}{suffix}"
+        writer = SiteWriter(str(path), ["r0", "r1"], ["g0", "g1"])
+        writer.write(frame)
+        writer.close()
+        written.append(pd.read_parquet(path) if suffix == ".parquet" else path.read_text())
+    if suffix == ".parquet":
+        assert written[0].equals(written[1]) and written[0]["site"].tolist() == ["ACGTAGG", "ACgGTTGG"]
+    else:
+        assert written[0] == written[1] and "AC-GTAGG\tACgGTTGG" in written[0]

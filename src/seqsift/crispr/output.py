@@ -43,6 +43,14 @@ def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
     return out[COLUMNS].reset_index(drop=True)
 
 
+def arrow_text(column: pd.Series):
+    """A text column as Arrow ``string``: pandas' Arrow-backed strings pass without a Python object per row
+    (``to_numpy()`` would make one for each, and Arrow would read them all back)."""
+    import pyarrow as pa
+
+    return pa.array(column).cast(pa.string())
+
+
 class SiteWriter:
     """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through engine.output.TableWriter."""
 
@@ -67,12 +75,14 @@ class SiteWriter:
             return
         arrays = {}
         for name in COLUMNS:
-            values = rows[name].to_numpy()
             if name in self._names:
-                arrays[name] = pc.take(self._names[name], pa.array(values))
-            elif values.dtype.kind == "O":
-                arrays[name] = pa.array(values, type=pa.string())
-            elif values.dtype.kind == "f":
+                arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
+                continue
+            if DTYPES[name] is object:
+                arrays[name] = arrow_text(rows[name])
+                continue
+            values = rows[name].to_numpy()
+            if values.dtype.kind == "f":
                 arrays[name] = pa.array(values, from_pandas=True)  # NaN -> null: an empty TSV field
             else:
                 arrays[name] = pa.array(values)
@@ -116,18 +126,17 @@ class CasOffinderWriter:
 
         if len(rows) == 0:
             return
-        text = lambda values: pa.array(np.asarray(values).astype(object), type=pa.string())  # noqa: E731
         names = lambda table, index: pc.take(pa.array(list(table), type=pa.string()), pa.array(index))  # noqa: E731
         guide, record = rows["guide"].to_numpy(), rows["record"].to_numpy()
         strand = names(STRAND_SYMBOLS, rows["strand"].to_numpy())
         if self.bulges:
-            kind = pc.replace_substring(text(rows["bulge_type"]), "none", "X")
-            columns = [names(self.guide_names, guide), kind, text(rows["guide_aligned"]), text(rows["site"]),
+            kind = pc.replace_substring(arrow_text(rows["bulge_type"]), "none", "X")
+            columns = [names(self.guide_names, guide), kind, arrow_text(rows["guide_aligned"]), arrow_text(rows["site"]),
                        names(self.record_names, record), pa.array(rows["start"].to_numpy()), strand,
                        pa.array(rows["mismatches"].to_numpy()), pa.array(rows["bulge_size"].to_numpy())]
         else:
             columns = [names(self.crrna, guide), names(self.record_names, record), pa.array(rows["start"].to_numpy()),
-                       text(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
+                       arrow_text(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
             if self.with_ids:
                 columns.append(names(self.guide_names, guide))
         table = pa.table({f"c{i}": column for i, column in enumerate(columns)})
