@@ -221,3 +221,18 @@ def test_two_cuda_jobs_on_one_cluster_keep_their_own_guides(tmp_path):
                                  chunk_size=50_000)
             assert len(cpu) > 0
             assert cpu.equals(gpu)
+
+
+def test_hit_columns_survive_one_packed_copy():
+    """cuda.py copies a launch's hit columns back as one byte buffer: cut back, each column is whole."""
+    from seqsift.kernels.crispr.cuda import packed_bytes, split_bytes
+
+    rng = np.random.default_rng(3)
+    capacity = 50
+    columns = [rng.integers(-100, 100, capacity).astype(t)
+               for t in (np.int32, np.int64, np.int32, np.int8, np.int8, np.int16, np.int16)]
+    for count in (0, 1, 7, capacity):
+        back = split_bytes(packed_bytes(columns, count, np), columns, count)
+        assert [b.dtype for b in back] == [c.dtype for c in columns]
+        for b, c in zip(back, columns):
+            assert np.array_equal(b, c[:count]) and b.flags.writeable and b.flags.aligned
