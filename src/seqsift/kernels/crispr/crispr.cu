@@ -186,15 +186,11 @@ __device__ __forceinline__ void check_tile(
 {
     typedef typename Layout::Lanes Lanes;
     const Lanes care = first_bases<Layout>(length);
-    const int max_shift = dna_bulge > rna_bulge ? dna_bulge : rna_bulge;
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < candidate_count; c += stride) {
         long long p = candidates[c];
-        // anchor: where row base 0 sits without a bulge
+        // anchor: where row base 0 sits without a bulge; row base i is read from text[anchor + shift + i]
         long long anchor = pam_right ? p - length : p + pam_length;
-        typename Layout::Window windows[2 * 2 + 1];  // windows[max_shift + s]: row base i against text[anchor + s + i]
-        for (int s = -max_shift; s <= max_shift; s++)
-            windows[max_shift + s] = Layout::window(text, n, anchor + s, length);
         for (int option = 0; option <= dna_bulge + rna_bulge; option++) {
             int kind = option == 0 ? BULGE_NONE : (option <= dna_bulge ? BULGE_DNA : BULGE_RNA);
             int size = option == 0 ? 0 : (kind == BULGE_DNA ? option : option - dna_bulge);
@@ -207,8 +203,9 @@ __device__ __forceinline__ void check_tile(
             int prefix_shift = 0, suffix_shift = 0;
             if (kind == BULGE_DNA) { if (pam_right) prefix_shift = -size; else suffix_shift = size; }
             if (kind == BULGE_RNA) { if (pam_right) prefix_shift = size; else suffix_shift = -size; }
-            typename Layout::Window prefix_window = windows[max_shift + prefix_shift];
-            typename Layout::Window suffix_window = windows[max_shift + suffix_shift];
+            // (built per option, not kept in an array indexed by the shift: such an array lives in local memory)
+            typename Layout::Window prefix_window = Layout::window(text, n, anchor + prefix_shift, length);
+            typename Layout::Window suffix_window = Layout::window(text, n, anchor + suffix_shift, length);
             for (int r = 0; r < tile_rows; r++) {
                 int limit = tile_limit[r];
                 int best = limit + 1, best_at = 0;
@@ -239,6 +236,61 @@ __device__ __forceinline__ void check_tile(
                     out_size[slot] = (signed char)size;
                     out_at[slot] = (short)best_at;
                     out_mm[slot] = (short)best;
+                }
+            }
+        }
+    }
+}
+
+// The common case on its own: plain A/C/G/T rows (TwoBit), no bulges. Each thread takes CANDIDATES_PER_THREAD
+// candidates at once, so that every row read from shared memory serves all of them (the loads, not the
+// arithmetic, bounded the one-candidate loop). Same hits as check_tile<TwoBit> with no bulge option.
+#define CANDIDATES_PER_THREAD 4
+
+__device__ __forceinline__ void check_tile_plain(
+    const unsigned char* __restrict__ text, long long n, const long long* __restrict__ candidates,
+    long long candidate_count, const unsigned long long* tile_row, const short* tile_limit, const int* tile_id,
+    int tile_rows, int length, int pam_length, int pam_right, long long owned_lo, long long owned_hi,
+    unsigned long long* count, unsigned long long capacity, int* out_row, long long* out_start, int* out_length,
+    signed char* out_type, signed char* out_size, short* out_at, short* out_mm)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x; first < candidate_count;
+         first += stride * CANDIDATES_PER_THREAD) {
+        TwoBit::Window window[CANDIDATES_PER_THREAD];
+        long long site_start[CANDIDATES_PER_THREAD];
+        bool owned[CANDIDATES_PER_THREAD];
+        for (int k = 0; k < CANDIDATES_PER_THREAD; k++) {
+            long long c = first + k * stride;
+            owned[k] = false;
+            window[k].codes = 0ULL;
+            window[k].bad = 0ULL;
+            if (c >= candidate_count) continue;
+            long long p = candidates[c];
+            long long start = pam_right ? p - length : p;
+            long long end = start + length + pam_length;
+            owned[k] = start >= 0 && end <= n && end - 1 >= owned_lo && end - 1 < owned_hi;
+            site_start[k] = start;
+            // the window holds `length` lanes only, so lanes past the row need no care mask
+            window[k] = TwoBit::window(text, n, pam_right ? start : start + pam_length, length);
+            if (!owned[k]) window[k].bad = ~0ULL;  // counts past every limit
+        }
+        for (int r = 0; r < tile_rows; r++) {
+            unsigned long long row = tile_row[r];
+            int limit = tile_limit[r];
+            for (int k = 0; k < CANDIDATES_PER_THREAD; k++) {
+                unsigned long long differ = row ^ window[k].codes;
+                int mismatches = __popcll(((differ | (differ >> 1)) & TwoBit::LOW_BITS) | window[k].bad);
+                if (mismatches > limit) continue;
+                unsigned long long slot = atomicAdd(count, 1ULL);
+                if (slot < capacity) {
+                    out_row[slot] = tile_id[r];
+                    out_start[slot] = site_start[k];
+                    out_length[slot] = length + pam_length;
+                    out_type[slot] = (signed char)BULGE_NONE;
+                    out_size[slot] = 0;
+                    out_at[slot] = 0;
+                    out_mm[slot] = (short)mismatches;
                 }
             }
         }
@@ -283,7 +335,11 @@ extern "C" __global__ void crispr_check(const unsigned char* __restrict__ text, 
         s_row[r] = row_ids[tile + r];
     }
     __syncthreads();
-    if (s_any_iupac)
+    if (!s_any_iupac && dna_bulge == 0 && rna_bulge == 0)
+        check_tile_plain(text, n, candidates, candidate_count, s_two_bit, s_limit, s_row, tile_rows, length,
+                         pam_length, pam_right, owned_lo, owned_hi, count, capacity, out_row, out_start, out_length,
+                         out_type, out_size, out_at, out_mm);
+    else if (s_any_iupac)
         check_tile<OneHot>(text, n, candidates, candidate_count, s_one_hot, s_limit, s_row, tile_rows, length,
                            pam_length, pam_right, minus, dna_bulge, rna_bulge, owned_lo, owned_hi, count, capacity,
                            out_row, out_start, out_length, out_type, out_size, out_at, out_mm);
