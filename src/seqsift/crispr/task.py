@@ -15,10 +15,10 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..alphabet import encode_text, pattern_masks
+from ..alphabet import encode_text, pattern_mask_rows, pattern_masks
 from ..engine.task import read_chunk
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
-                              mask_table, orient_guides, site_halo, small_job)
+                              orient_guides, site_halo, small_job)
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
 from .scores import cfd_scores, mit_scores, scores_defined
@@ -56,14 +56,12 @@ class CrisprJob:
     @cached_property
     def guide_letters(self) -> np.ndarray:
         """Every guide's letters (ASCII, upper case), a zero-padded (guides, L_max) uint8 table."""
-        letters = np.frombuffer("".join(self.guides.sequences).encode("ascii"), dtype=np.uint8)
-        return mask_table(np.split(letters, np.cumsum(self.guides.lengths)[:-1]))[0]
+        return pattern_mask_rows(self.guides.sequences, literal=True)[0]
 
     @cached_property
     def guide_masks(self) -> tuple[np.ndarray, np.ndarray]:
         """Every guide's IUPAC masks, a zero-padded (guides, L_max) table, and the lengths."""
-        masks = pattern_masks("".join(self.guides.sequences))
-        return mask_table(np.split(masks, np.cumsum(self.guides.lengths)[:-1]))
+        return pattern_mask_rows(self.guides.sequences)
 
     def rows(self, guide_range: range) -> GuideRows:
         """The oriented rows of ``guide_range``, built once per job object and range.

@@ -44,14 +44,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...alphabet import reverse_complement_masks
+from ...alphabet import reverse_complement_mask_rows, reverse_complement_masks
 
 BACKENDS = ("cpu", "cuda")
 BULGE_NONE, BULGE_DNA, BULGE_RNA = 0, 1, 2
 BULGE_NAMES = ("none", "DNA", "RNA")
 MAX_BULGE = 2
-_COMPLEMENT = reverse_complement_masks(np.arange(16, dtype=np.uint8))[::-1]
-"""The complement of each mask 0..15 (the reverse complement of 0..15, read backwards)."""
 """Largest DNA or RNA bulge size supported (Cas-OFFinder 3 users ask for 1-2)."""
 CUDA_MAX_GUIDE = 32
 """Longest guide the CUDA kernel packs (4 bits a base in 128 bits); longer ones run on the CPU kernel."""
@@ -147,14 +145,10 @@ def orient_guides(guide_masks, limits, pam_masks: np.ndarray, pam_side: int,
                                                                         np.asarray(lengths, dtype=np.int32))
     guides, strand_list = len(lengths), list(strands)
     indices = np.arange(guides) if guide_indices is None else np.asarray(guide_indices)
-    width = max(int(forward.shape[1]), 1)
-    forward = np.pad(forward, ((0, 0), (0, width - forward.shape[1])))
-    # Base i of the reverse complement of a guide of length L: the complement of its base L - 1 - i.
-    from_end = lengths[:, None] - 1 - np.arange(width)
-    inside = from_end >= 0
-    reverse = np.where(inside, _COMPLEMENT[forward[np.arange(guides)[:, None], np.maximum(from_end, 0)]], 0)
-    oriented = {0: np.where(inside, forward, 0), 1: reverse}
-    table = np.stack([oriented[s] for s in strand_list], axis=1).reshape(guides * len(strand_list), width)
+    width = max(int(lengths.max(initial=0)), 1)  # the longest of these guides (a job's table may be wider)
+    forward = np.pad(forward[:, :width], ((0, 0), (0, max(width - forward.shape[1], 0))))
+    oriented = {0: forward, 1: reverse_complement_mask_rows(forward, lengths)}
+    table = np.stack([oriented[s] for s in strand_list], axis=1).reshape(guides * len(strand_list), -1)
     per_row = lambda values, dtype: np.repeat(np.asarray(values, dtype=dtype), len(strand_list))  # noqa: E731
     pam = np.asarray(pam_masks, dtype=np.uint8)
     # + strand: the PAM is right of the guide for a 3' PAM; - strand: mirrored.
