@@ -161,3 +161,78 @@ def test_crispr_job_on_the_cuda_backend_matches_the_cpu_backend(tmp_path):
     gpu = seqsift.crispr(str(reference), named, mismatches=4, backend="cuda", chunk_size=40_000)
     assert len(cpu) > 0
     assert cpu.equals(gpu)
+
+
+def test_guide_words_hold_each_base_mask_in_its_nibble():
+    """guide_words, read independently: nibble i of the 128-bit word is the mask of the row's base i."""
+    from seqsift.kernels.crispr.cuda import guide_words
+
+    rng = random.Random(8)
+    guides = ["".join(rng.choice("ACGTRYSWKMBDHVN") for _ in range(rng.choice([1, 7, 16, 17, 20, 31, 32, 40])))
+              for _ in range(60)]
+    rows = orient_guides([pattern_masks(g) for g in guides], [1] * len(guides), pattern_masks("NGG"), 3)
+    ids = np.flatnonzero(rows.lengths <= 32)
+    low, high = guide_words(rows, ids)
+    for r, lo, hi in zip(ids, low, high):
+        word = int(lo) | int(hi) << 64
+        nibbles = [(word >> (4 * i)) & 15 for i in range(32)]
+        assert nibbles == rows.masks[r, :rows.lengths[r]].tolist() + [0] * (32 - int(rows.lengths[r]))
+
+
+@pytest.mark.gpu
+def test_device_words_belong_to_their_rows():
+    """The launcher keeps each GuideRows' device words: reused over chunks, never taken for other rows."""
+    sequence, guides = random_job(41, guides=300, size=120_000)
+    _, other_guides = random_job(42, guides=300, size=120_000)  # as many guides, of the same length
+    text = encode_text(sequence)
+    rows = orient_guides([pattern_masks(g) for g in guides], [3] * len(guides), pattern_masks("NGG"), 3)
+    other = orient_guides([pattern_masks(g) for g in other_guides], [3] * len(guides), pattern_masks("NGG"), 3)
+    for piece, lo, hi in ((text[:70_000], 0, 70_000), (text[50_000:], 20_000, 70_000), (text, 0, len(text))):
+        for these in (rows, other, rows):
+            expected = find_sites("cpu", piece, these, 0, 1, lo, hi)
+            got = find_sites("cuda", piece, these, 0, 1, lo, hi)
+            assert len(expected) > 0
+            assert sites_set(got, these) == sites_set(expected, these)
+    import cupy
+
+    from seqsift.kernels.crispr.cuda import guide_words
+
+    for these in (rows, other):
+        kept = [value for key, value in these.on_device.items() if "check" in key]
+        assert len(kept) == 2  # one per strand
+        for ids, low, high, _, _ in kept:
+            assert (cupy.asnumpy(low) == guide_words(these, ids)[0]).all()
+
+
+@pytest.mark.gpu
+def test_two_cuda_jobs_on_one_cluster_keep_their_own_guides(tmp_path):
+    import seqsift
+    from seqsift.cluster import connect
+
+    sequence, guides = random_job(43, guides=150, size=200_000)
+    _, other_guides = random_job(44, guides=150, size=200_000)
+    reference = tmp_path / "ref.fa"
+    reference.write_text(">a\n" + sequence + "\n")
+    with connect("cuda") as client:
+        for chosen in (guides, other_guides, guides):
+            named = [(f"g{i}", g) for i, g in enumerate(chosen)]
+            cpu = seqsift.crispr(str(reference), named, mismatches=3, backend="cpu", workers=1, chunk_size=50_000)
+            gpu = seqsift.crispr(str(reference), named, mismatches=3, backend="cuda", client=client,
+                                 chunk_size=50_000)
+            assert len(cpu) > 0
+            assert cpu.equals(gpu)
+
+
+def test_hit_columns_survive_one_packed_copy():
+    """cuda.py copies a launch's hit columns back as one byte buffer: cut back, each column is whole."""
+    from seqsift.kernels.crispr.cuda import packed_bytes, split_bytes
+
+    rng = np.random.default_rng(3)
+    capacity = 50
+    columns = [rng.integers(-100, 100, capacity).astype(t)
+               for t in (np.int32, np.int64, np.int32, np.int8, np.int8, np.int16, np.int16)]
+    for count in (0, 1, 7, capacity):
+        back = split_bytes(packed_bytes(columns, count, np), columns, count)
+        assert [b.dtype for b in back] == [c.dtype for c in columns]
+        for b, c in zip(back, columns):
+            assert np.array_equal(b, c[:count]) and b.flags.writeable and b.flags.aligned

@@ -11,6 +11,7 @@ engine's, used through their public functions.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from contextlib import contextmanager
 
@@ -126,6 +127,10 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     jobs = [CrisprJob(reference=ref, guides=guide_set, limits=tuple(limits), pam=pam, pam_side=pam_side,
                       dna_bulge=dna_bulge, rna_bulge=rna_bulge, strands=STRAND_CHOICES[strand], backend=backend)
             for ref in references]
+    if client is None and backend == "cpu" and not (scheduler or scheduler_file):
+        # The job's own task threads in this process (_own_client): a small job is done sooner than Numba
+        # would start. Worker processes of a given cluster outlive the job and pay that start once: Numba.
+        jobs = [dataclasses.replace(job, small=job.small_enough()) for job in jobs]
     # Beside the file the output ends up in; one job at a time per output (engine.lock).
     beside = os.path.realpath(str(output).rstrip("/" + os.sep)) if to_file else None
     layout = dict(chunk_size=chunk_size, guide_batch_size=guide_batch_size, progress=progress,
