@@ -242,6 +242,42 @@ def api_second_call(fasta: Path, guides: list[str], backend: str, workers: int |
     return {"wall_s": wall, "rows": len(rows), "stages": {s: taken.get(s, 0.0) for s in STAGES}}
 
 
+def served_jobs(args, work: Path, env: dict, fresh, jobs: list, size: str) -> list[dict]:
+    """The same jobs through ``seqsift serve`` (the opt-in warm server): wall seconds of the console script.
+
+    The server is started once, as a user would before a session of runs; its start is not counted
+    (it is reported as ``server_start_s``). The cold job is cold for the genome: no index, no cache,
+    not on the GPU (the server has never read it: it starts after ``fresh()``).
+    """
+    socket = work / "server" / "server.sock"
+    served_env = dict(env, SEQSIFT_SERVER_SOCKET=str(socket))
+    fresh()
+    began = time.perf_counter()
+    server = subprocess.Popen([sys.executable, "-m", "seqsift", "serve", "--backend", args.backend],
+                              env=served_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first_line = server.stdout.readline()
+    server_start = time.perf_counter() - began
+    if "listening" not in first_line:
+        raise SystemExit(f"seqsift serve did not start: {first_line}{server.stderr.read()[-3000:]}")
+    records = []
+    try:
+        for name, reference, job, guides_file, _cold, kernel_s, workload in jobs:
+            argv = [sys.executable, "-m", "seqsift", "search", str(reference), str(work / guides_file), *job]
+            began = time.perf_counter()
+            result = subprocess.run(argv, env=served_env, capture_output=True, text=True)
+            wall = time.perf_counter() - began
+            if result.returncode != 0:
+                raise SystemExit(f"served {name} failed:\n{result.stderr[-3000:]}")
+            served_name = f"{name}-served"
+            records.append(record(served_name, f"{workload}; through seqsift serve (started beforehand)",
+                                  {"wall_s": wall}, kernel_s, server_start_s=server_start))
+            print(f"{served_name}: {wall:.2f} s", flush=True)
+    finally:
+        subprocess.run([sys.executable, "-m", "seqsift", "serve", "--stop"], env=served_env, capture_output=True)
+        server.wait(timeout=120)
+    return records
+
+
 def fastest_decompression(gz: Path) -> dict:
     """Seconds to decompress ``gz`` to nowhere with each decompressor found here; the fastest first."""
     timings = {}
@@ -355,7 +391,9 @@ def plot(records: list[dict], path: Path, title: str) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--as-cli":
-        raise SystemExit(as_cli(sys.argv[2:]))
+        from seqsift.cli import exit_now
+
+        exit_now(as_cli(sys.argv[2:]))  # ends as the seqsift command does (cli.console_main)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--genome-dir", type=Path, required=True, help="where the genome is written (local disk)")
     parser.add_argument("--gbp", type=float, default=3.1, help="genome size in Gbp (default 3.1)")
@@ -365,6 +403,7 @@ def main() -> None:
     parser.add_argument("--sassy-fraction", type=float, default=0.1,
                         help="share of the genome sassy-rs searches; its time is scaled to the whole")
     parser.add_argument("--skip-gz", action="store_true", help="leave out the gzip job")
+    parser.add_argument("--skip-served", action="store_true", help="leave out the jobs through seqsift serve")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
 
@@ -433,6 +472,8 @@ def main() -> None:
         records.append(record(name, workload, result, kernel_s, **extra))
         print(f"{name}: {result['wall_s']:.2f} s; " + ", ".join(f"{s} {result['stages'][s]:.2f}" for s in STAGES),
               flush=True)
+    if not args.skip_served:
+        records += served_jobs(args, work, env, fresh, jobs[:3], size)
     os.environ["SEQSIFT_CACHE"] = str(cache)
     api = api_second_call(fasta, edit_guides, args.backend, args.workers)
     records.append(record("e2e-api-second-call", f"{edit_workload}; Python API, DataFrame, one client",

@@ -262,7 +262,9 @@ def test_interrupted_job_resumes_from_its_saved_tasks(tmp_path, monkeypatch):
     import sys
     import time
 
-    crispr_module = sys.modules["seqsift.crispr"]
+    import seqsift.crispr.task
+
+    crispr_module = sys.modules["seqsift.crispr.task"]  # run_crispr_job takes the task from there when it runs
     rng = random.Random(5)
     records, guides = random_case(rng, "ACGT", 8, guides=3)
     reference = write_fasta(tmp_path / "ref.fa", records)
@@ -360,3 +362,137 @@ def test_saved_tasks_outlive_a_failure_while_the_output_is_put_in_place(tmp_path
                        backend="cpu", workers=2)
     assert not out.exists()
     assert list(store.glob("task-*.arrow")), "the saved tasks were removed before the output was in place"
+
+
+def test_guides_of_several_lengths_with_iupac_and_bulges_match_the_oracle(client, tmp_path):
+    """One job, guides of 5..8 bases (IUPAC letters in some): rows and site strings are built per length."""
+    rng = random.Random(31)
+    records, guides = [], []
+    for length in (5, 6, 7, 8):
+        some_records, some_guides = random_case(rng, "ACGTacgtN", length, guides=2)
+        records += [(f"{name}_{length}", text) for name, text in some_records]
+        guides += [(f"{name}_{length}", guide[:2] + "R" + guide[3:] if length % 2 else guide)
+                   for name, guide in some_guides]
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    got = seqsift.crispr(str(reference), guides, pam="NGG", mismatches=1, dna_bulge=2, rna_bulge=1, client=client,
+                         chunk_size=100, backend="cpu")
+    expected = oracle_sites(records, guides, "NGG", 1, 3, 2, 1)
+    assert {row[6] for row in expected} == {"none", "DNA", "RNA"} and len({len(row[8]) for row in expected}) > 4
+    assert as_rows(got) == expected
+
+
+def test_a_job_orients_each_guide_range_once_for_all_its_task_threads():
+    """Tasks of one worker share the job: the rows of a guide range are built once (thread-safely), not per task."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    from crispr_oracle import SETS
+    from seqsift.crispr.task import CrisprJob
+    from seqsift.patterns import PatternSet
+
+    sequences = ("ACGTACGTAC", "GGRTTA", "TTTNCAGGACCA", "CAGT")
+    job = CrisprJob(reference=None, guides=PatternSet(("a", "b", "c", "d"), sequences), limits=(1, 2, 3, 1),
+                    pam="NGG", pam_side=3, dna_bulge=0, rna_bulge=0, strands=(0, 1), backend="cpu")
+    with ThreadPoolExecutor(8) as pool:
+        shared = list(pool.map(lambda _: job.rows(range(1, 3)), range(32)))
+    assert all(rows is shared[0] for rows in shared)
+    assert job.rows(range(0, 2)) is not shared[0]
+
+    rows = shared[0]
+    bit = {"A": 1, "C": 2, "G": 4, "T": 8}
+    mask = lambda letters: [sum(bit[b] for b in SETS[letter]) for letter in letters]  # noqa: E731
+    assert rows.guide_index.tolist() == [1, 1, 2, 2] and rows.strand.tolist() == [0, 1, 0, 1]
+    assert rows.limit.tolist() == [2, 2, 3, 3] and rows.lengths.tolist() == [6, 6, 12, 12]
+    for r, text in enumerate([sequences[1], revcomp(sequences[1]), sequences[2], revcomp(sequences[2])]):
+        assert rows.masks[r].tolist() == mask(text) + [0] * (12 - len(text))
+
+    copy = pickle.loads(pickle.dumps(job))  # what a worker receives: the fields, no caches
+    assert set(copy.__dict__) == set(CrisprJob.__dataclass_fields__)
+    assert copy.rows(range(1, 3)) is not rows and (copy.rows(range(1, 3)).masks == rows.masks).all()
+
+
+@pytest.mark.parametrize("pam, side", [("NGG", 3), ("TTTV", 5), ("NRG", 3)])
+def test_numpy_kernel_finds_what_the_numba_kernel_finds(pam, side):
+    """kernels/crispr/vectorized.py (small jobs) against cpu.py on texts with N runs, guides of several lengths."""
+    from seqsift.alphabet import encode_text, pattern_masks
+    from seqsift.kernels.crispr import find_sites, orient_guides
+
+    rng = random.Random(f"{pam}{side}")
+    sequence = "".join(rng.choice("ACGTACGTACGTN") for _ in range(30_000))
+    guides = []
+    for g in range(60):
+        length = (17, 20, 23, 32)[g % 4]
+        at = rng.randrange(len(sequence) - length)
+        guides.append("".join(c if c != "N" else "C" for c in sequence[at:at + length]))
+    text = encode_text(sequence)
+    compared = 0
+    for strands in ((0, 1), (1,)):
+        rows = orient_guides([pattern_masks(g) for g in guides], [rng.randint(0, 9) for _ in guides],
+                             pattern_masks(pam), side, strands)
+        for lo, hi in ((0, len(text)), (41, len(text) - 17), (10_000, 10_050)):
+            expected = find_sites("cpu", text, rows, 0, 0, lo, hi).sorted()
+            got = find_sites("cpu", text, rows, 0, 0, lo, hi, small=True).sorted()
+            compared += len(expected)
+            for name in expected.__dataclass_fields__:
+                assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+                assert getattr(got, name).dtype == getattr(expected, name).dtype, name
+    assert compared > 100
+
+
+def test_small_job_choice():
+    from seqsift.alphabet import pattern_masks
+    from seqsift.kernels.crispr import SMALL_JOB_PAIRS, orient_guides, small_job
+
+    plain = orient_guides([pattern_masks("ACGTACGTACGTACGTACGT")] * 100, [4] * 100, pattern_masks("NGG"), 3)
+    assert small_job(5_000_000, plain, 0, 0)                      # E. coli, 100 guides: 6e7 pairs
+    assert not small_job(3_100_000_000, plain, 0, 0)              # the human genome
+    assert not small_job(5_000_000, plain, 1, 0)                  # bulges: the Numba kernel
+    iupac = orient_guides([pattern_masks("ACGTACGTACGTACGTACGR")], [4], pattern_masks("NGG"), 3)
+    assert not small_job(1000, iupac, 0, 0)
+    # NGG: 1/16 of the positions per strand, 2 rows a guide
+    assert small_job(int(SMALL_JOB_PAIRS * 16 / 200) - 1000, plain, 0, 0)
+    assert not small_job(int(SMALL_JOB_PAIRS * 16 / 200) + 1000, plain, 0, 0)
+
+
+def test_a_small_cpu_job_never_starts_numba(tmp_path):
+    """The point of the NumPy kernel: a small plain job's process never imports the Numba kernel module."""
+    import subprocess
+    import sys
+
+    rng = random.Random(5)
+    records, guides = random_case(rng, "ACGT", 20, guides=5)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    script = (f"import sys, seqsift\n"
+              f"rows = seqsift.crispr({str(reference)!r}, {guides!r}, mismatches=3, backend='cpu', workers=1)\n"
+              f"print(len(rows), 'seqsift.kernels.crispr.cpu' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    count, numba_kernel_loaded = result.stdout.split()
+    assert int(count) == len(oracle_sites(records, guides, "NGG", 3)) > 0
+    assert numba_kernel_loaded == "False"
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_site_writer_reads_object_and_arrow_text_columns_alike(tmp_path, suffix):
+    """Rows come with text columns as Python objects or Arrow-backed (pandas 3, the task store): same file."""
+    import pyarrow as pa
+
+    from seqsift.crispr.output import SiteWriter
+
+    rows = {"record": np.array([0, 1], np.int32), "start": np.array([5, 9]), "end": np.array([28, 32]),
+            "guide": np.array([1, 0], np.int32), "strand": np.array([0, 1], np.int8),
+            "mismatches": np.array([0, 2], np.int16), "bulge_type": ["none", "DNA"],
+            "bulge_size": np.array([0, 1], np.int16), "guide_aligned": ["ACGTAGG", "AC-GTAGG"],
+            "site": ["ACGTAGG", "ACgGTTGG"], "cfd": [np.nan, 0.5], "mit": [np.nan, 1.0]}
+    written = []
+    for text_type in (object, pd.ArrowDtype(pa.string())):
+        frame = pd.DataFrame({name: pd.array(values, dtype=text_type) if name in ("bulge_type", "guide_aligned", "site")
+                              else values for name, values in rows.items()})
+        path = tmp_path / f"{len(written)}{suffix}"
+        writer = SiteWriter(str(path), ["r0", "r1"], ["g0", "g1"])
+        writer.write(frame)
+        writer.close()
+        written.append(pd.read_parquet(path) if suffix == ".parquet" else path.read_text())
+    if suffix == ".parquet":
+        assert written[0].equals(written[1]) and written[0]["site"].tolist() == ["ACGTAGG", "ACgGTTGG"]
+    else:
+        assert written[0] == written[1] and "AC-GTAGG\tACgGTTGG" in written[0]

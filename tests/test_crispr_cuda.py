@@ -35,6 +35,10 @@ static grid_index blockIdx, threadIdx, gridDim, blockDim;
 using std::min;
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) { unsigned long long o = *a; *a += v; return o; }
+static inline int atomicOr(int* a, int v) { int o = *a; *a |= v; return o; }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+#define __ballot_sync(mask, predicate) ((predicate) ? 1u : 0u)
+template <class T> static inline T __shfl_sync(unsigned, T value, int) { return value; }
 extern "C" void host_block(unsigned y, unsigned tiles) {
     blockIdx = {0, y, 0}; threadIdx = {0, 0, 0}; gridDim = {1, tiles, 1}; blockDim = {1, 1, 1};
 }
@@ -110,10 +114,13 @@ def host_find_sites(lib, text: np.ndarray, rows: GuideRows, dna_bulge: int, rna_
     return SiteHits(*(np.concatenate([getattr(p, f) for p in parts]) for f in SiteHits.__dataclass_fields__))
 
 
+@pytest.mark.parametrize("iupac", [True, False], ids=["iupac-guides", "acgt-guides"])
 @pytest.mark.parametrize("pam, side, dna, rna", [("NGG", 3, 0, 0), ("TTTV", 5, 0, 0), ("NRG", 3, 1, 1),
                                                  ("TTTV", 5, 2, 1), ("NGG", 3, 0, 2)])
-def test_cuda_source_on_the_host_matches_the_cpu_kernel(host_kernels, pam, side, dna, rna):
-    sequence, guides = random_job(len(pam) * 10 + dna * 3 + rna, length=20 if side == 3 else 23, guides=300)
+def test_cuda_source_on_the_host_matches_the_cpu_kernel(host_kernels, pam, side, dna, rna, iupac):
+    """With IUPAC guides every tile runs the one-hot layout; with plain A/C/G/T guides the 2-bit one."""
+    sequence, guides = random_job(len(pam) * 10 + dna * 3 + rna, length=20 if side == 3 else 23, guides=300,
+                                  iupac=iupac)
     text = encode_text(sequence)
     limit = 4 if dna + rna == 0 else 3
     rows = orient_guides([pattern_masks(g) for g in guides], [limit] * len(guides), pattern_masks(pam), side)
@@ -126,11 +133,12 @@ def test_cuda_source_on_the_host_matches_the_cpu_kernel(host_kernels, pam, side,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("iupac", [True, False], ids=["iupac-guides", "acgt-guides"])
 @pytest.mark.parametrize("pam, side, dna, rna, length", [("NGG", 3, 0, 0, 20), ("TTTV", 5, 0, 0, 23),
                                                          ("NRG", 3, 1, 1, 20), ("NGG", 3, 2, 2, 18),
-                                                         ("NGG", 3, 0, 0, 36)])
-def test_cuda_kernel_matches_the_cpu_kernel(pam, side, dna, rna, length):
-    sequence, guides = random_job(7 + length + dna, length=length, guides=700, size=200_000)
+                                                         ("NGG", 3, 0, 0, 36), ("NGG", 3, 0, 0, 32)])
+def test_cuda_kernel_matches_the_cpu_kernel(pam, side, dna, rna, length, iupac):
+    sequence, guides = random_job(7 + length + dna, length=length, guides=700, size=200_000, iupac=iupac)
     text = encode_text(sequence)
     limit = 4 if dna + rna == 0 else 2
     rows = orient_guides([pattern_masks(g) for g in guides], [limit] * len(guides), pattern_masks(pam), side)
@@ -153,3 +161,78 @@ def test_crispr_job_on_the_cuda_backend_matches_the_cpu_backend(tmp_path):
     gpu = seqsift.crispr(str(reference), named, mismatches=4, backend="cuda", chunk_size=40_000)
     assert len(cpu) > 0
     assert cpu.equals(gpu)
+
+
+def test_guide_words_hold_each_base_mask_in_its_nibble():
+    """guide_words, read independently: nibble i of the 128-bit word is the mask of the row's base i."""
+    from seqsift.kernels.crispr.cuda import guide_words
+
+    rng = random.Random(8)
+    guides = ["".join(rng.choice("ACGTRYSWKMBDHVN") for _ in range(rng.choice([1, 7, 16, 17, 20, 31, 32, 40])))
+              for _ in range(60)]
+    rows = orient_guides([pattern_masks(g) for g in guides], [1] * len(guides), pattern_masks("NGG"), 3)
+    ids = np.flatnonzero(rows.lengths <= 32)
+    low, high = guide_words(rows, ids)
+    for r, lo, hi in zip(ids, low, high):
+        word = int(lo) | int(hi) << 64
+        nibbles = [(word >> (4 * i)) & 15 for i in range(32)]
+        assert nibbles == rows.masks[r, :rows.lengths[r]].tolist() + [0] * (32 - int(rows.lengths[r]))
+
+
+@pytest.mark.gpu
+def test_device_words_belong_to_their_rows():
+    """The launcher keeps each GuideRows' device words: reused over chunks, never taken for other rows."""
+    sequence, guides = random_job(41, guides=300, size=120_000)
+    _, other_guides = random_job(42, guides=300, size=120_000)  # as many guides, of the same length
+    text = encode_text(sequence)
+    rows = orient_guides([pattern_masks(g) for g in guides], [3] * len(guides), pattern_masks("NGG"), 3)
+    other = orient_guides([pattern_masks(g) for g in other_guides], [3] * len(guides), pattern_masks("NGG"), 3)
+    for piece, lo, hi in ((text[:70_000], 0, 70_000), (text[50_000:], 20_000, 70_000), (text, 0, len(text))):
+        for these in (rows, other, rows):
+            expected = find_sites("cpu", piece, these, 0, 1, lo, hi)
+            got = find_sites("cuda", piece, these, 0, 1, lo, hi)
+            assert len(expected) > 0
+            assert sites_set(got, these) == sites_set(expected, these)
+    import cupy
+
+    from seqsift.kernels.crispr.cuda import guide_words
+
+    for these in (rows, other):
+        kept = [value for key, value in these.on_device.items() if "check" in key]
+        assert len(kept) == 2  # one per strand
+        for ids, low, high, _, _ in kept:
+            assert (cupy.asnumpy(low) == guide_words(these, ids)[0]).all()
+
+
+@pytest.mark.gpu
+def test_two_cuda_jobs_on_one_cluster_keep_their_own_guides(tmp_path):
+    import seqsift
+    from seqsift.cluster import connect
+
+    sequence, guides = random_job(43, guides=150, size=200_000)
+    _, other_guides = random_job(44, guides=150, size=200_000)
+    reference = tmp_path / "ref.fa"
+    reference.write_text(">a\n" + sequence + "\n")
+    with connect("cuda") as client:
+        for chosen in (guides, other_guides, guides):
+            named = [(f"g{i}", g) for i, g in enumerate(chosen)]
+            cpu = seqsift.crispr(str(reference), named, mismatches=3, backend="cpu", workers=1, chunk_size=50_000)
+            gpu = seqsift.crispr(str(reference), named, mismatches=3, backend="cuda", client=client,
+                                 chunk_size=50_000)
+            assert len(cpu) > 0
+            assert cpu.equals(gpu)
+
+
+def test_hit_columns_survive_one_packed_copy():
+    """cuda.py copies a launch's hit columns back as one byte buffer: cut back, each column is whole."""
+    from seqsift.kernels.crispr.cuda import packed_bytes, split_bytes
+
+    rng = np.random.default_rng(3)
+    capacity = 50
+    columns = [rng.integers(-100, 100, capacity).astype(t)
+               for t in (np.int32, np.int64, np.int32, np.int8, np.int8, np.int16, np.int16)]
+    for count in (0, 1, 7, capacity):
+        back = split_bytes(packed_bytes(columns, count, np), columns, count)
+        assert [b.dtype for b in back] == [c.dtype for c in columns]
+        for b, c in zip(back, columns):
+            assert np.array_equal(b, c[:count]) and b.flags.writeable and b.flags.aligned

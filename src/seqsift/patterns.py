@@ -8,25 +8,46 @@ strands: it searches every row against the forward text.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .alphabet import pattern_masks, reverse_complement_masks
+from .alphabet import pattern_mask_rows, reverse_complement_mask_rows
 
 STRAND_PLUS = 0
 STRAND_MINUS = 1
 STRAND_SYMBOLS = ("+", "-")
 STRAND_CHOICES = {"both": (STRAND_PLUS, STRAND_MINUS), "+": (STRAND_PLUS,), "-": (STRAND_MINUS,)}
+_MISSING = object()
 
 
 @dataclass(frozen=True)
 class PatternSet:
-    """The job's patterns, in input order (upper case, validated IUPAC)."""
+    """The job's patterns, in input order (upper case, validated IUPAC).
+
+    ``oriented`` batches are built once per instance and kept: a worker
+    receives the job once and runs every chunk task of a pattern range with
+    the same batch (about 50 tasks per 3.1 Gbp job), so the batch's arrays,
+    and what launchers derive from them (``PatternBatch.derived``), are
+    computed once. The kept batches are not pickled.
+    """
 
     names: tuple[str, ...]
     sequences: tuple[str, ...]
     alphabet: str = "dna"  # "bytes": sequences are literal bytes (case kept, no IUPAC, no complement)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_batches", {})
+        object.__setattr__(self, "_batches_lock", threading.Lock())
+
+    def __getstate__(self):
+        return {"names": self.names, "sequences": self.sequences, "alphabet": self.alphabet}
+
+    def __setstate__(self, state):
+        for field_name, value in state.items():
+            object.__setattr__(self, field_name, value)
+        self.__post_init__()
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -40,32 +61,37 @@ class PatternSet:
         return [range(i, min(i + batch_size, len(self))) for i in range(0, len(self), batch_size)]
 
     def oriented(self, indices: range, strands: tuple[int, ...]) -> "PatternBatch":
-        """Rows for ``indices`` x ``strands`` (pattern-major), ready for a kernel.
+        """Rows for ``indices`` x ``strands`` (pattern-major), ready for a kernel; built once per (indices, strands).
 
         Byte patterns (``alphabet="bytes"``) hold their raw bytes in ``masks``
-        and have the + strand only.
+        and have the + strand only. The batch's arrays are read-only: every
+        task of the range shares them.
         """
         if self.alphabet == "bytes" and STRAND_MINUS in strands:
             raise ValueError("byte patterns have no reverse complement: search the + strand only")
-        rows_masks, pattern_index, strand = [], [], []
-        for i in indices:
-            forward = (np.frombuffer(self.sequences[i].encode("latin-1"), dtype=np.uint8)
-                       if self.alphabet == "bytes" else pattern_masks(self.sequences[i]))
-            for s in strands:
-                rows_masks.append(forward if s == STRAND_PLUS else reverse_complement_masks(forward))
-                pattern_index.append(i)
-                strand.append(s)
-        lengths = np.array([len(m) for m in rows_masks], dtype=np.int32)
-        masks = np.zeros((len(rows_masks), int(lengths.max(initial=1))), dtype=np.uint8)
-        for row, m in enumerate(rows_masks):
-            masks[row, : len(m)] = m
-        return PatternBatch(
-            masks=masks,
-            lengths=lengths,
-            pattern_index=np.array(pattern_index, dtype=np.int32),
-            strand=np.array(strand, dtype=np.int8),
-            alphabet=self.alphabet,
-        )
+        key = (("range", indices.start, indices.stop, indices.step) if isinstance(indices, range) else tuple(indices),
+               tuple(strands))
+        batch = self._batches.get(key)
+        if batch is None:
+            with self._batches_lock:  # the two task threads of a worker start with the same range
+                batch = self._batches.get(key)
+                if batch is None:
+                    batch = self._batches[key] = self._orient(list(indices), tuple(strands))
+        return batch
+
+    def _orient(self, indices: list[int], strands: tuple[int, ...]) -> "PatternBatch":
+        """The rows of ``oriented``, built with whole-array operations (no Python loop per pattern)."""
+        forward, lengths = pattern_mask_rows([self.sequences[i] for i in indices], literal=self.alphabet == "bytes")
+        by_strand = [forward if s == STRAND_PLUS else reverse_complement_mask_rows(forward, lengths)
+                     for s in strands]
+        count, ways = len(indices), len(strands)
+        masks = np.stack(by_strand, axis=1).reshape(count * ways, forward.shape[1])  # pattern-major
+        arrays = dict(masks=masks, lengths=np.repeat(lengths, ways),
+                      pattern_index=np.repeat(np.asarray(indices, dtype=np.int32), ways),
+                      strand=np.tile(np.asarray(strands, dtype=np.int8), count))
+        for array in arrays.values():
+            array.flags.writeable = False
+        return PatternBatch(**arrays, alphabet=self.alphabet)
 
 
 @dataclass(frozen=True)
@@ -86,6 +112,35 @@ class PatternBatch:
     pattern_index: np.ndarray
     strand: np.ndarray
     alphabet: str = "dna"
+
+    def __post_init__(self):
+        object.__setattr__(self, "_derived", {})
+        object.__setattr__(self, "_derived_lock", threading.RLock())  # a build may derive from another key
+
+    def __getstate__(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state):
+        for field_name, value in state.items():
+            object.__setattr__(self, field_name, value)
+        self.__post_init__()
+
+    def derived(self, key: tuple, build):
+        """``build()``, computed once per batch and ``key`` and kept with the batch.
+
+        For what a launcher derives from the rows and would otherwise redo
+        for every chunk: bit vectors, row plans, the rows copied to a GPU
+        (put the device id in ``key``). It lives as long as the batch, which
+        ``PatternSet.oriented`` keeps for the job. Thread-safe: ``build``
+        runs once even when two task threads ask together.
+        """
+        value = self._derived.get(key, _MISSING)
+        if value is _MISSING:
+            with self._derived_lock:
+                value = self._derived.get(key, _MISSING)
+                if value is _MISSING:
+                    value = self._derived[key] = build()
+        return value
 
     @property
     def rows(self) -> int:

@@ -36,19 +36,29 @@ Local clusters are private to the user who starts them:
   leftover processes;
 * their log messages below CRITICAL are silenced: a failed task's exception,
   with the worker's traceback, reaches the client, which reports it (the
-  command line writes it to a log file and prints one line).
+  command line writes it to a log file and prints one line);
+* without ``dashboard=True`` their servers run no sampling profiler and poll
+  the system rarely (:func:`_quiet_settings`): in an in-process worker both
+  took the GIL from the task threads every few milliseconds, and nobody
+  looks at their numbers without a dashboard.
+
+Dask and distributed are imported when a cluster is needed, not with this
+module: ``seqsift --help`` or a job that fails on its input never loads them.
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import logging
 import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
 
-import dask
-from distributed import Client, LocalCluster, Security
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
 
 DASHBOARD_ADDRESS = "127.0.0.1:8787"
 NO_DASHBOARD_ADDRESS = "127.0.0.1:0"
@@ -59,12 +69,27 @@ NUMBA_THREADS_VARIABLE = "SEQSIFT_NUMBA_THREADS"
 
 
 def count_gpus() -> int:
-    """GPUs this process can see (0 when there is no driver or no dask-cuda)."""
-    try:
-        from dask_cuda.utils import get_n_gpus
+    """GPUs this process can see (0 when there is no driver or no dask-cuda).
 
-        return int(get_n_gpus())
-    except Exception:  # no driver, no NVML, no dask-cuda: no usable GPU
+    The count dask-cuda's ``get_n_gpus`` gives (``CUDA_VISIBLE_DEVICES``, else
+    NVML's device count), without importing dask-cuda, and asked of NVML once
+    per process: a job asks twice (``auto`` backend, in-process worker or not).
+    """
+    if importlib.util.find_spec("dask_cuda") is None:
+        return 0
+    return _gpus_visible(os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+@functools.lru_cache(maxsize=None)
+def _gpus_visible(cuda_visible_devices: str | None) -> int:
+    if cuda_visible_devices is not None:
+        return len(cuda_visible_devices.split(","))
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:  # no driver, no NVML: no usable GPU
         return 0
 
 
@@ -80,6 +105,11 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
             scheduler: str | None = None, scheduler_file: str | None = None,
             dashboard: bool = False) -> Iterator[Client]:
     """A client for the job's duration; a local cluster is shut down afterwards."""
+    from distributed import Client
+
+    if _kept is not None and _kept.backend == backend and not (scheduler or scheduler_file or workers or gpus):
+        yield _kept.client  # seqsift serve's cluster: it outlives the job
+        return
     if scheduler or scheduler_file:
         client = Client(scheduler_file=scheduler_file) if scheduler_file else Client(scheduler)
         try:
@@ -97,6 +127,29 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
     finally:
         with _interrupts_deferred():  # a second Ctrl-C must not leave the cluster half closed
             cluster.close()
+
+
+@dataclass(frozen=True)
+class _KeptCluster:
+    client: object
+    backend: str
+
+
+_kept: _KeptCluster | None = None
+
+
+@contextmanager
+def keep_for_jobs(client, backend: str) -> Iterator[None]:
+    """For the block, :func:`connect` hands ``client`` to every job of this process that asks for a
+    local ``backend`` cluster (no scheduler, GPU list or worker count of its own) and leaves it
+    running afterwards: ``seqsift serve`` keeps one cluster, and what its worker has read, for
+    every run it takes (server.py)."""
+    global _kept
+    _kept = _KeptCluster(client, backend)
+    try:
+        yield
+    finally:
+        _kept = None
 
 
 @contextmanager
@@ -129,21 +182,38 @@ def _interrupts_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _http_settings(dashboard: bool) -> dict:
-    """Dask settings for the cluster's HTTP servers: none of their routes without a dashboard."""
+def _quiet_settings(dashboard: bool) -> dict:
+    """Dask settings for a cluster seqsift starts: without a dashboard, no HTTP routes, no profiler,
+    and a system monitor that polls once every few seconds instead of twice a second.
+
+    * the worker's sampling profiler (``distributed.worker.profile``) walks
+      every task thread's stack each 10 ms, and on Python 3.12 a watcher
+      thread samples the event loop as often: on the H100, in the in-process
+      worker, both took the GIL from the threads feeding the GPU;
+    * the system monitor reads psutil's CPU, memory, disk and network
+      counters (and samples the GIL where gilknocker is installed) for the
+      dashboard's plots; the worker's memory limits use their own reading.
+
+    The settings are read while the scheduler and workers are made (a nanny
+    passes its copy to the worker processes it starts, restarted ones too).
+    """
     if dashboard:
         return {}
-    return {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    return {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
+            "distributed.worker.profile.enabled": False,
+            "distributed.admin.system-monitor.interval": "5s",
+            "distributed.admin.system-monitor.disk": False,
+            "distributed.admin.system-monitor.gil.enabled": False}
 
 
 def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[int] | None = None,
                   dashboard: bool = False):
     """Start a local cluster for ``backend`` ("cpu" or "cuda"), private to this user (module docstring)."""
+    import dask
+
     cluster = None
     try:
-        # The settings are read while the scheduler and the nannies are made (a nanny passes
-        # its copy to every worker process it starts, restarted ones included).
-        with _interrupts_deferred(), dask.config.set(_http_settings(dashboard)):
+        with _interrupts_deferred(), dask.config.set(_quiet_settings(dashboard)):
             cluster = _start_local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
     except BaseException:  # a Ctrl-C delivered as the block ends: close what was started
         if cluster is not None:
@@ -164,6 +234,8 @@ def _http_options(dashboard: bool) -> dict:
 
 
 def _start_local_cluster(backend: str, *, workers: int | None, gpus: Sequence[int] | None, dashboard: bool):
+    from distributed import LocalCluster, Security
+
     common = dict(host="127.0.0.1", security=Security.temporary(), silence_logs=logging.CRITICAL,
                   **_http_options(dashboard))
     if backend == "cuda":
@@ -207,9 +279,17 @@ def in_process_cluster(threads: int, *, dashboard: bool = False) -> LocalCluster
     worker talk in memory (``inproc://``), nothing listens on the network
     unless the dashboard is asked for (on 127.0.0.1). For work whose tasks
     release the GIL (GPU kernels, Numba kernels compiled ``nogil``).
+
+    No memory limit (``memory_limit=0``): the worker shares this process with
+    the client, so the process's memory is not the worker's to police (it
+    would pause or spill for the client's merge buffers), and the limit's
+    monitor would read psutil every 100 ms.
     """
-    with dask.config.set(_http_settings(dashboard)):
-        return LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set(_quiet_settings(dashboard)):
+        return LocalCluster(n_workers=1, threads_per_worker=threads, processes=False, memory_limit=0,
                             silence_logs=logging.CRITICAL, **_http_options(dashboard))
 
 

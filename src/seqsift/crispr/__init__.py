@@ -11,18 +11,15 @@ engine's, used through their public functions.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 
 from ..cluster import connect, cpu_cores, in_process_cluster
 from ..engine import note, resolve_backend
 from ..engine.lock import OutputLock
-from ..engine.output import check_output_path, refuse_overwriting_inputs
-from ..engine.run import default_chunk_size, submit_tasks
-from ..engine.store import TaskStore, reference_fingerprint
 from ..errors import InputError
 from ..kernels.crispr import CUDA_MAX_GUIDE
 from ..partitioning import plan_chunks
@@ -30,9 +27,7 @@ from ..io.patterns import read_patterns
 from ..patterns import STRAND_CHOICES, PatternSet
 from ..io.reference import open_reference
 from .inputs import check_bulges, parse_pam, read_cas_offinder_input, reference_files
-from .output import (OUTPUT_FORMATS, CasOffinderWriter, FrameCollector, SiteWriter, Summary, check_summary_path)
 from .scores import scores_defined
-from .task import CrisprJob, run_crispr_task, sort_rows
 
 DEFAULT_GUIDE_BATCH = {"cpu": 512, "cuda": 8192}
 """Guides per task: all candidates of a chunk are checked against a batch at once."""
@@ -58,6 +53,12 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     cas_offinder  a Cas-OFFinder input file: its genome, pattern, guides, limits and bulges replace
                   ``reference``, ``guides``, ``pam``, ``pam_side``, ``mismatches`` and the bulges
     """
+    # Here, not at the top: pandas, distributed and Numba load when a job runs, not with `import seqsift`.
+    from ..engine.output import check_output_path, refuse_overwriting_inputs
+    from .output import (OUTPUT_FORMATS, CasOffinderWriter, FrameCollector, SiteWriter, Summary,
+                         check_summary_path)
+    from .task import CrisprJob
+
     crrna = None
     with_ids = True
     if cas_offinder is not None:
@@ -126,6 +127,10 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     jobs = [CrisprJob(reference=ref, guides=guide_set, limits=tuple(limits), pam=pam, pam_side=pam_side,
                       dna_bulge=dna_bulge, rna_bulge=rna_bulge, strands=STRAND_CHOICES[strand], backend=backend)
             for ref in references]
+    if client is None and backend == "cpu" and not (scheduler or scheduler_file):
+        # The job's own task threads in this process (_own_client): a small job is done sooner than Numba
+        # would start. Worker processes of a given cluster outlive the job and pay that start once: Numba.
+        jobs = [dataclasses.replace(job, small=job.small_enough()) for job in jobs]
     # Beside the file the output ends up in; one job at a time per output (engine.lock).
     beside = os.path.realpath(str(output).rstrip("/" + os.sep)) if to_file else None
     layout = dict(chunk_size=chunk_size, guide_batch_size=guide_batch_size, progress=progress,
@@ -211,6 +216,8 @@ def _limits(mismatches, guides: PatternSet) -> list[int]:
 
 def _run_all(jobs, client, writer, summary_table, *, chunk_size, guide_batch_size, progress, store_path, resume):
     """Run each reference's job in turn into the one writer; record indices continue across files."""
+    from ..engine.store import TaskStore
+
     record_offset = 0
     stores = []  # removed by the caller once the output is in place
     for number, job in enumerate(jobs):
@@ -238,6 +245,8 @@ def _fingerprint(job: CrisprJob, chunk_size, guide_batch_size) -> dict:
     """What must be equal for saved tasks to belong to this job (engine.store.TaskStore)."""
     import hashlib
 
+    from ..engine.store import reference_fingerprint
+
     guides = hashlib.sha256("\n".join(f"{n}\t{s}\t{k}" for n, s, k in zip(
         job.guides.names, job.guides.sequences, job.limits)).encode()).hexdigest()
     return {"job": "crispr", **reference_fingerprint(job.reference), "guides_sha256": guides,
@@ -254,7 +263,11 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
     halo (a later chunk's sites end in its core, so start at or after that);
     the rest waits for the next group. Tasks a resumed ``store`` holds are not run.
     """
+    import pandas as pd
     from distributed import as_completed
+
+    from ..engine.run import default_chunk_size, submit_tasks
+    from .task import run_crispr_task, sort_rows
 
     halo = job.halo
     if chunk_size is None:

@@ -43,6 +43,14 @@ def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
     return out[COLUMNS].reset_index(drop=True)
 
 
+def arrow_text(column: pd.Series):
+    """A text column as Arrow ``string``: pandas' Arrow-backed strings pass without a Python object per row
+    (``to_numpy()`` would make one for each, and Arrow would read them all back)."""
+    import pyarrow as pa
+
+    return pa.array(column).cast(pa.string())
+
+
 class SiteWriter:
     """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through engine.output.TableWriter."""
 
@@ -67,12 +75,14 @@ class SiteWriter:
             return
         arrays = {}
         for name in COLUMNS:
-            values = rows[name].to_numpy()
             if name in self._names:
-                arrays[name] = pc.take(self._names[name], pa.array(values))
-            elif values.dtype.kind == "O":
-                arrays[name] = pa.array(values, type=pa.string())
-            elif values.dtype.kind == "f":
+                arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
+                continue
+            if DTYPES[name] is object:
+                arrays[name] = arrow_text(rows[name])
+                continue
+            values = rows[name].to_numpy()
+            if values.dtype.kind == "f":
                 arrays[name] = pa.array(values, from_pandas=True)  # NaN -> null: an empty TSV field
             else:
                 arrays[name] = pa.array(values)
@@ -93,7 +103,11 @@ class CasOffinderWriter:
     """Cas-OFFinder's output lines (module docstring), to a file (atomically) or standard output."""
 
     def __init__(self, path, record_names, guide_names, crrna: list[str], with_ids: bool, bulges: bool):
+        import pyarrow as pa
+
         self.record_names, self.guide_names, self.crrna = record_names, guide_names, crrna
+        self._names = {kind: pa.array(list(values), type=pa.string()) for kind, values in  # once, not per write
+                       (("record", record_names), ("guide", guide_names), ("crrna", crrna), ("strand", STRAND_SYMBOLS))}
         self.with_ids, self.bulges = with_ids, bulges
         self.count = 0
         self.path = None if path is None or str(path) == "-" else Path(path)
@@ -116,25 +130,24 @@ class CasOffinderWriter:
 
         if len(rows) == 0:
             return
-        text = lambda values: pa.array(np.asarray(values).astype(object), type=pa.string())  # noqa: E731
-        names = lambda table, index: pc.take(pa.array(list(table), type=pa.string()), pa.array(index))  # noqa: E731
+        names = lambda kind, index: pc.take(self._names[kind], pa.array(index))  # noqa: E731
         guide, record = rows["guide"].to_numpy(), rows["record"].to_numpy()
-        strand = names(STRAND_SYMBOLS, rows["strand"].to_numpy())
+        strand = names("strand", rows["strand"].to_numpy())
         if self.bulges:
-            kind = pc.replace_substring(text(rows["bulge_type"]), "none", "X")
-            columns = [names(self.guide_names, guide), kind, text(rows["guide_aligned"]), text(rows["site"]),
-                       names(self.record_names, record), pa.array(rows["start"].to_numpy()), strand,
+            kind = pc.replace_substring(arrow_text(rows["bulge_type"]), "none", "X")
+            columns = [names("guide", guide), kind, arrow_text(rows["guide_aligned"]), arrow_text(rows["site"]),
+                       names("record", record), pa.array(rows["start"].to_numpy()), strand,
                        pa.array(rows["mismatches"].to_numpy()), pa.array(rows["bulge_size"].to_numpy())]
         else:
-            columns = [names(self.crrna, guide), names(self.record_names, record), pa.array(rows["start"].to_numpy()),
-                       text(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
+            columns = [names("crrna", guide), names("record", record), pa.array(rows["start"].to_numpy()),
+                       arrow_text(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
             if self.with_ids:
-                columns.append(names(self.guide_names, guide))
+                columns.append(names("guide", guide))
         table = pa.table({f"c{i}": column for i, column in enumerate(columns)})
         encoded = pa.BufferOutputStream()
         csv.write_csv(table, encoded, write_options=csv.WriteOptions(include_header=False, delimiter="\t",
                                                                     quoting_style="none"))
-        self._stream.write(encoded.getvalue().to_pybytes())
+        self._stream.write(encoded.getvalue())
         self.count += len(rows)
 
     def close(self) -> None:

@@ -19,9 +19,6 @@ from ..io.reference import open_reference
 from .job import MODES, SearchJob
 from . import stages
 from .lock import OutputLock
-from .output import FrameCollector, HitWriter, check_output_path, refuse_overwriting_inputs
-from .run import default_chunk_size, run_job
-from .store import TaskStore
 
 DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
 """Patterns per task: larger batches amortise each pass over the text."""
@@ -90,6 +87,9 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         raise InputError(f"pattern batch size must be at least 1, not {pattern_batch_size}")
     if alphabet not in ALPHABETS:
         raise InputError(f"unknown alphabet {alphabet!r} (choose {' or '.join(ALPHABETS)})")
+    # Here, not at the top: pandas loads when a job starts, not with `import seqsift`.
+    from .output import FrameCollector, HitWriter, check_output_path, refuse_overwriting_inputs
+
     if alphabet == "bytes":
         if strand == "-":
             raise InputError("--alphabet bytes has no reverse complement: it searches the + strand only")
@@ -118,6 +118,10 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         note(f"{chosen} has no {backend} kernel yet: the workers run its CPU path")
     job = SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
                     strand=strand, algorithm=chosen, backend=backend, align=align)
+    # Once the inputs are known good: distributed and Numba load only for a job that runs.
+    from .run import run_job
+    from .store import TaskStore
+
     to_file = output is not None and str(output) != "-"
     if resume and not to_file:
         raise InputError("resume needs an output file (-o): the saved tasks live beside it")
@@ -188,6 +192,9 @@ def _cluster(client, backend: str, **options):
 
 def _task_layout(job, client, saved_beside, chunk_size, pattern_batch_size) -> tuple[int, int]:
     """Chunk size and pattern batch size: given, else a resumed job's, else from the genome and cluster."""
+    from .run import default_chunk_size
+    from .store import TaskStore
+
     saved_layout = TaskStore.saved_layout(saved_beside) if saved_beside else None
     if chunk_size is None:
         if saved_layout:

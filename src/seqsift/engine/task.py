@@ -196,13 +196,16 @@ def _evict(where: str, budget: int, fields: tuple[str, ...]) -> None:
 def _complete(reference, chunk, window: ChunkWindow, need_raw: bool, on_device: bool) -> ChunkWindow:
     """``window`` with the missing forms read, encoded or uploaded."""
     raw, codes, device = window.raw, window.codes, window.device
-    if raw is None and (need_raw or (on_device and device is None)):
+    # A window in the genome cache file goes to the GPU straight from the file (read into pinned memory).
+    in_file = _cached_range(reference, chunk) if on_device and device is None else None
+    if raw is None and (need_raw or (on_device and device is None and in_file is None)):
         with stages.timed("read"):
             raw = _read_raw(reference, chunk)
     if on_device and device is None:
         from ..kernels.cuda import upload_and_encode
 
-        device = upload_and_encode(raw, clock=stages.timed if stages.enabled() else None)
+        device = upload_and_encode(raw if in_file is None else in_file,
+                                   clock=stages.timed if stages.enabled() else None)
         if not need_raw:
             raw = window.raw  # uploaded only: not kept on the host
     if not on_device and codes is None:
@@ -213,6 +216,17 @@ def _complete(reference, chunk, window: ChunkWindow, need_raw: bool, on_device: 
                 codes = np.frombuffer(reference.read(chunk.record_index, chunk.read_start, chunk.owned_end,
                                                      table=TEXT_CODE_TABLE), dtype=np.uint8)
     return ChunkWindow(chunk.read_start, raw, codes, device)
+
+
+def _cached_range(reference, chunk):
+    """The window as a ``kernels.cuda.FileRange`` of the genome cache file, or None (not in one)."""
+    cached_range = getattr(reference, "cached_range", None)
+    where = cached_range(chunk.record_index, chunk.read_start, chunk.owned_end) if cached_range else None
+    if where is None:
+        return None
+    from ..kernels.cuda import FileRange
+
+    return FileRange(where[0], where[1], chunk.owned_end - chunk.read_start)
 
 
 def _read_raw(reference, chunk) -> np.ndarray:

@@ -175,6 +175,20 @@ class Reference:
         first = int(self.record_starts[i]) + start
         return _open_handle(self)[first:first + end - start]
 
+    def cached_range(self, record_index: int, start: int, end: int) -> tuple[str, int] | None:
+        """(file, byte offset) where bases ``[start, end)`` of the record lie as they are, or None.
+
+        With the genome cache, the window is ``end - start`` consecutive bytes
+        of the cache file, so a reader can ``pread`` them straight into its
+        own buffer (the GPU upload's pinned memory) instead of touching a
+        memory map page by page. Without the cache (bases split by line
+        breaks in the FASTA) None. Same IndexError rules as ``read``.
+        """
+        i, start, end = self._checked(record_index, start, end)
+        if self.genome_path is None:
+            return None
+        return self.genome_path, int(self.record_starts[i]) + start
+
     def _checked(self, record_index, start, end) -> tuple[int, int, int]:
         i = int(record_index)
         if not 0 <= i < len(self.names):

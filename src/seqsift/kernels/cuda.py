@@ -17,7 +17,9 @@ never import it.
 """
 from __future__ import annotations
 
+import os
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -70,11 +72,50 @@ def to_device_text(text):
 
 STAGE_BYTES = 32 << 20
 """Bytes per pinned staging buffer; each task thread has two and alternates them."""
+STAGING_THREADS = 2
+"""Task threads per GPU worker (seqsift.cluster): staging buffers for this many are allocated together."""
 ENCODE_THREADS = 256
+WINDOW_ALIGN = 256
+"""Byte alignment of every window's device array (the Hamming kernels read 16-byte vectors)."""
+SLAB_BYTES = 1 << 30
+"""Device bytes reserved at a time for the windows' arrays (see ``_WindowSlabs``)."""
+
+
+class FileRange:
+    """``length`` bytes at ``offset`` of the file at ``path``: a window stored as it is (in the genome cache)."""
+
+    __slots__ = ("path", "offset", "length")
+
+    def __init__(self, path: str, offset: int, length: int):
+        self.path, self.offset, self.length = path, int(offset), int(length)
+
+
+_staging_lock = threading.Lock()
+_staging_free: list[list[np.ndarray]] = []  # pairs of pinned buffers no thread has taken yet
+
+
+def _staging_pair() -> list[np.ndarray]:
+    """Two pinned buffers of STAGE_BYTES for the calling thread, out of one allocation per STAGING_THREADS.
+
+    A pinned allocation (cudaHostAlloc) waits for the work queued on the
+    device (the CUDA programming guide's "implicit synchronization"), so a
+    second task thread that allocated its buffers lazily waited for the
+    first thread's search (0.15-0.2 s per thread in the H100 profile of a
+    3.1 Gbp job). The first thread to upload allocates every thread's
+    buffers at once, before any search is queued.
+    """
+    with _staging_lock:
+        if not _staging_free:
+            import cupy
+
+            block = np.frombuffer(cupy.cuda.alloc_pinned_memory(2 * STAGING_THREADS * STAGE_BYTES), np.uint8)
+            buffers = block.reshape(2 * STAGING_THREADS, STAGE_BYTES)
+            _staging_free.extend([[buffers[2 * t], buffers[2 * t + 1]] for t in range(STAGING_THREADS)])
+        return _staging_free.pop()
 
 
 class _Uploader(threading.local):
-    """This thread's copy stream and two pinned staging buffers (made on first use).
+    """This thread's copy stream and its two pinned staging buffers (taken on first use).
 
     The stream does not synchronise with the legacy default stream the search
     kernels run on, so one task thread's upload and encoding overlap the other
@@ -87,23 +128,71 @@ class _Uploader(threading.local):
         import cupy
 
         if self.stream is None:
-            self.stream = cupy.cuda.Stream(non_blocking=True)
-            self.buffers = [np.frombuffer(cupy.cuda.alloc_pinned_memory(STAGE_BYTES), np.uint8, STAGE_BYTES)
-                            for _ in range(2)]
+            self.buffers = _staging_pair()
             self.done = [None, None]  # the event after which each buffer may be refilled
+            self.stream = cupy.cuda.Stream(non_blocking=True)
         return self
 
 
 _uploader = _Uploader()
 
 
+class _WindowSlabs:
+    """Device arrays for the windows, cut from slabs of SLAB_BYTES (one per device, filled front to back).
+
+    A worker keeps every window it uploaded on the device (engine.task's
+    device cache), so each new window needed fresh device memory: a
+    ``cudaMalloc``, which waits for the work queued on the device (implicit
+    synchronization), i.e. for the other task thread's search. In the H100
+    profile of a 3.1 Gbp Hamming job, ``cupy.empty`` for the window took
+    0.56-0.92 s of each task thread. Cut from a slab, a window costs one
+    ``cudaMalloc`` per SLAB_BYTES (about 16 windows). A slab's memory goes back
+    to CuPy's pool when the slab is full and its last window is dropped.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.current: dict[int, tuple[object, int, int]] = {}  # device -> (slab pointer, bytes used, size)
+
+    def empty(self, size: int):
+        import cupy
+
+        device = cupy.cuda.Device().id
+        need = -(-max(int(size), 1) // WINDOW_ALIGN) * WINDOW_ALIGN
+        with self.lock:
+            slab, used, capacity = self.current.get(device, (None, 0, 0))
+            if slab is None or used + need > capacity:
+                capacity = max(SLAB_BYTES, need)
+                try:
+                    slab, used = cupy.cuda.alloc(capacity), 0
+                except cupy.cuda.memory.OutOfMemoryError:  # a nearly full device: this window alone
+                    capacity = need
+                    slab, used = cupy.cuda.alloc(capacity), 0
+            self.current[device] = (slab, used + need, capacity)
+        return cupy.ndarray(int(size), dtype=cupy.uint8, memptr=slab + used)
+
+    def release(self) -> None:
+        """Forget the slabs being filled (their unused ends go back to the pool with their windows)."""
+        with self.lock:
+            self.current.clear()
+
+
+_window_slabs = _WindowSlabs()
+
+
 def upload_and_encode(raw, encode: bool = True, clock=None):
     """Host bytes -> a new device array; with ``encode``, translated to text codes there.
 
-    ``raw`` (bytes or a uint8 array: the newline-free FASTA bytes) is copied
-    into a pinned buffer slice by slice while the previous slice crosses PCIe
-    asynchronously, then ``encode_text_codes`` (encode/encode.cu) turns the bytes
-    into text codes in place, with ``alphabet.TEXT_CODE_ARRAY`` as its table.
+    ``raw`` is the newline-free FASTA bytes: bytes or a uint8 array, or a
+    :class:`FileRange` of a file that holds them as they are (the genome
+    cache). They are copied into a pinned buffer slice by slice while the
+    previous slice crosses PCIe asynchronously, then ``encode_text_codes``
+    (encode/encode.cu) turns the bytes into text codes in place, with
+    ``alphabet.TEXT_CODE_ARRAY`` as its table. A FileRange is read with
+    ``os.preadv`` straight into the pinned buffer (GIL released, page-cache
+    speed) instead of copied from a fresh memory map of the file, which
+    page-faults on first touch: about 1.7 GB/s a task thread in the H100
+    host's profile (``benchmarks/bench_stage_read.py`` measures both ways).
     Returns when the codes are ready (the caller's kernels run on another
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
     (seqsift.engine.stages.timed), or None.
@@ -112,31 +201,63 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
 
     from ..alphabet import TEXT_CODE_ARRAY
 
-    source = np.frombuffer(raw, np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
-    source = np.ascontiguousarray(source, dtype=np.uint8)
+    if isinstance(raw, FileRange):
+        source, size = raw, raw.length
+    else:
+        source = np.frombuffer(raw, np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+        source = np.ascontiguousarray(source, dtype=np.uint8)
+        size = source.size
     up = _uploader.ready()
-    device = cupy.empty(source.size, dtype=cupy.uint8)
-    with up.stream, (clock("transfer") if clock else _no_clock()):
-        for slice_index, first in enumerate(range(0, source.size, STAGE_BYTES)):
-            part = source[first:first + STAGE_BYTES]
+    device = _window_slabs.empty(size)
+    with up.stream, (clock("transfer") if clock else _no_clock()), _filler(source) as fill:
+        for slice_index, first in enumerate(range(0, size, STAGE_BYTES)):
+            count = min(STAGE_BYTES, size - first)
             which = slice_index % 2
             if up.done[which] is not None:
                 up.done[which].synchronize()   # the copy out of this buffer has finished
-            staged = up.buffers[which][:part.size]
-            np.copyto(staged, part)
-            device[first:first + part.size].set(staged, stream=up.stream)
+            staged = up.buffers[which][:count]
+            fill(staged, first)
+            device[first:first + count].set(staged, stream=up.stream)
             up.done[which] = up.stream.record()
         if clock:
             up.stream.synchronize()
-    if encode and source.size:
+    if encode and size:
         with up.stream, (clock("encode") if clock else _no_clock()):
             table = _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
-            blocks = min(4096, (source.size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
+            blocks = min(4096, (size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
             load_module("encode/encode.cu").get_function("encode_text_codes")(
-                (blocks,), (ENCODE_THREADS,), (device, np.int64(source.size), table))  # on up.stream, the current stream
+                (blocks,), (ENCODE_THREADS,), (device, np.int64(size), table))  # on up.stream, the current stream
             up.stream.synchronize()
     up.stream.synchronize()
     return device
+
+
+@contextmanager
+def _filler(source):
+    """``fill(buffer, first)``: puts the source's bytes ``[first, first + len(buffer))`` into ``buffer``."""
+    if not isinstance(source, FileRange):
+        yield lambda buffer, first: np.copyto(buffer, source[first:first + buffer.size])
+        return
+    fd = os.open(source.path, os.O_RDONLY)
+    try:
+        yield lambda buffer, first: read_file_into(fd, buffer, source.offset + first)
+    finally:
+        os.close(fd)
+
+
+def read_file_into(fd: int, buffer: np.ndarray, offset: int) -> None:
+    """Fill ``buffer`` (a writable uint8 array) with the file's bytes from ``offset``; EOFError if the file ends first.
+
+    ``os.preadv`` writes into the buffer directly (no temporary bytes) and
+    releases the GIL while the kernel copies from the page cache.
+    """
+    view = memoryview(buffer).cast("B")
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if got == 0:
+            raise EOFError(f"file ends {len(view) - done} bytes short of a window read at offset {offset}")
+        done += got
 
 
 @lru_cache(maxsize=None)
@@ -175,4 +296,5 @@ def release_cached_memory() -> None:
     """Return the blocks CuPy's memory pool holds to the device."""
     import cupy
 
+    _window_slabs.release()
     cupy.get_default_memory_pool().free_all_blocks()

@@ -40,11 +40,11 @@ different rows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...alphabet import reverse_complement_masks
+from ...alphabet import reverse_complement_mask_rows, reverse_complement_masks
 
 BACKENDS = ("cpu", "cuda")
 BULGE_NONE, BULGE_DNA, BULGE_RNA = 0, 1, 2
@@ -66,6 +66,8 @@ class GuideRows:
     guide_index (rows,) int32: the guide's index in the job
     pam_masks   (2, P) uint8: the PAM in forward orientation for + (row 0) and - (row 1)
     pam_right   (2,) bool: the PAM lies right of the protospacer in forward orientation
+    on_device   what a GPU launcher made of these rows, kept with them (kernels/crispr/cuda.py):
+                one object serves every chunk and task of its guide range, and no other rows'
     """
 
     masks: np.ndarray
@@ -75,6 +77,7 @@ class GuideRows:
     guide_index: np.ndarray
     pam_masks: np.ndarray
     pam_right: np.ndarray
+    on_device: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def rows(self) -> int:
@@ -111,32 +114,48 @@ class SiteHits:
         return SiteHits(*(getattr(self, f)[order] for f in self.__dataclass_fields__))
 
 
-def orient_guides(guide_masks: list[np.ndarray], limits, pam_masks: np.ndarray, pam_side: int,
-                  strands: tuple[int, ...] = (0, 1), guide_indices=None) -> GuideRows:
+def mask_table(guide_masks) -> tuple[np.ndarray, np.ndarray]:
+    """IUPAC masks of each guide (a list of 1-D arrays) -> ((guides, L_max) zero-padded table, lengths)."""
+    lengths = np.fromiter((len(m) for m in guide_masks), dtype=np.int32, count=len(guide_masks))
+    table = np.zeros((len(lengths), int(lengths.max(initial=1))), dtype=np.uint8)
+    if len(lengths):
+        table[np.arange(len(lengths)).repeat(lengths), _positions(lengths)] = np.concatenate(guide_masks)
+    return table, lengths
+
+
+def _positions(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, .., lengths[0] - 1, 0, 1, .., lengths[1] - 1, ...: each base's position in its guide."""
+    ends = np.cumsum(lengths)
+    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths, lengths)
+
+
+def orient_guides(guide_masks, limits, pam_masks: np.ndarray, pam_side: int,
+                  strands: tuple[int, ...] = (0, 1), guide_indices=None, lengths=None) -> GuideRows:
     """Rows for each guide x strand (guide-major), with the PAM of each strand.
 
-    ``guide_masks``: IUPAC masks of each guide (5'->3'); ``limits``: mismatches
-    allowed per guide; ``pam_masks``: the PAM's masks (5'->3'); ``pam_side``: 3 or 5.
+    ``guide_masks``: IUPAC masks of each guide (5'->3'), a list of arrays or,
+    with ``lengths``, a zero-padded (guides, L_max) table (:func:`mask_table`);
+    ``limits``: mismatches allowed per guide; ``pam_masks``: the PAM's masks
+    (5'->3'); ``pam_side``: 3 or 5. Whole arrays at once: a job of 10,000
+    guides orients them in milliseconds.
     """
     if pam_side not in (3, 5):
         raise ValueError(f"pam_side must be 3 or 5, not {pam_side!r}")
-    indices = range(len(guide_masks)) if guide_indices is None else guide_indices
-    rows, lengths, strand, limit, guide_index = [], [], [], [], []
-    for i, masks, k in zip(indices, guide_masks, limits):
-        for s in strands:
-            rows.append(masks if s == 0 else reverse_complement_masks(masks))
-            lengths.append(len(masks))
-            strand.append(s)
-            limit.append(k)
-            guide_index.append(i)
-    table = np.zeros((len(rows), max(lengths, default=1)), dtype=np.uint8)
-    for r, m in enumerate(rows):
-        table[r, :len(m)] = m
+    forward, lengths = mask_table(guide_masks) if lengths is None else (np.asarray(guide_masks, dtype=np.uint8),
+                                                                        np.asarray(lengths, dtype=np.int32))
+    guides, strand_list = len(lengths), list(strands)
+    indices = np.arange(guides) if guide_indices is None else np.asarray(guide_indices)
+    width = max(int(lengths.max(initial=0)), 1)  # the longest of these guides (a job's table may be wider)
+    forward = np.pad(forward[:, :width], ((0, 0), (0, max(width - forward.shape[1], 0))))
+    oriented = {0: forward, 1: reverse_complement_mask_rows(forward, lengths)}
+    table = np.stack([oriented[s] for s in strand_list], axis=1).reshape(guides * len(strand_list), -1)
+    per_row = lambda values, dtype: np.repeat(np.asarray(values, dtype=dtype), len(strand_list))  # noqa: E731
     pam = np.asarray(pam_masks, dtype=np.uint8)
     # + strand: the PAM is right of the guide for a 3' PAM; - strand: mirrored.
     pam_right = np.array([pam_side == 3, pam_side != 3])
-    return GuideRows(masks=table, lengths=np.array(lengths, dtype=np.int32), strand=np.array(strand, dtype=np.int8),
-                     limit=np.array(limit, dtype=np.int16), guide_index=np.array(guide_index, dtype=np.int32),
+    return GuideRows(masks=table.astype(np.uint8), lengths=per_row(lengths, np.int32),
+                     strand=np.tile(np.asarray(strand_list, dtype=np.int8), guides),
+                     limit=per_row(list(limits)[:guides], np.int16), guide_index=per_row(indices, np.int32),
                      pam_masks=np.stack([pam, reverse_complement_masks(pam)]), pam_right=pam_right)
 
 
@@ -145,15 +164,43 @@ def site_halo(rows: GuideRows, dna_bulge: int) -> int:
     return int(rows.lengths.max(initial=1)) + rows.pam_length + dna_bulge - 1
 
 
+SMALL_JOB_PAIRS = 500_000_000
+"""(PAM candidate, row) pairs below which a bulge-free plain job runs on NumPy (kernels/crispr/vectorized.py):
+Numba's first call in a process (~0.7 s) costs more than NumPy's slower checks (~1 ns a pair more)."""
+
+
+def small_job(bases: int, rows: GuideRows, dna_bulge: int, rna_bulge: int) -> bool:
+    """Whether a CPU job over ``bases`` of text is better run without Numba (SMALL_JOB_PAIRS).
+
+    Only bulge-free jobs whose rows are all plain A/C/G/T of at most 32 bases
+    qualify; the candidates are estimated from the PAM (a position matches
+    each PAM letter with probability |letter's set| / 4).
+    """
+    from .vectorized import packable
+
+    if dna_bulge or rna_bulge or not packable(rows, np.arange(rows.rows)).all():
+        return False
+    per_strand = {s: rows.rows and int((rows.strand == s).sum()) for s in (0, 1)}
+    pairs = sum(bases * np.prod([bin(int(m)).count("1") / 4 for m in rows.pam_masks[s]]) * per_strand[s]
+                for s in (0, 1))
+    return pairs < SMALL_JOB_PAIRS
+
+
 def find_sites(backend: str, text, rows: GuideRows, dna_bulge: int, rna_bulge: int,
-               owned_lo: int, owned_hi: int) -> SiteHits:
+               owned_lo: int, owned_hi: int, small: bool = False) -> SiteHits:
     """Every site of every row in ``text`` whose last base lies in [owned_lo, owned_hi).
 
     ``backend`` ``cuda`` runs guides of up to CUDA_MAX_GUIDE bases on the GPU
-    (mismatches and bulges); longer guides go to the CPU kernel.
+    (mismatches and bulges); longer guides go to the CPU kernel. ``small``
+    (``cpu`` only; a job :func:`small_job` approves): the NumPy kernel, Numba
+    never called.
     """
     if max(dna_bulge, rna_bulge) > MAX_BULGE or min(dna_bulge, rna_bulge) < 0:
         raise ValueError(f"bulge sizes must lie in 0..{MAX_BULGE}")
+    if backend == "cpu" and small:
+        from .vectorized import find_sites_vectorized
+
+        return find_sites_vectorized(text, rows, owned_lo, owned_hi)
     if backend == "cpu":
         from .cpu import find_sites_cpu
 
@@ -166,4 +213,4 @@ def find_sites(backend: str, text, rows: GuideRows, dna_bulge: int, rna_bulge: i
 
 
 __all__ = ["BULGE_DNA", "BULGE_NAMES", "BULGE_NONE", "BULGE_RNA", "CUDA_MAX_GUIDE", "GuideRows", "MAX_BULGE",
-           "SiteHits", "find_sites", "orient_guides", "site_halo"]
+           "SiteHits", "find_sites", "mask_table", "orient_guides", "site_halo", "small_job"]

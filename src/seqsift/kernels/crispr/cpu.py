@@ -14,6 +14,9 @@ is packed once, 2 bits a base, into one 64-bit word, and each row costs an
 XOR, a fold of each base's two bits onto one, an OR of the window's
 non-ACGT bases, and a popcount.
 
+Small bulge-free jobs of such rows skip Numba altogether (``vectorized.py``:
+the same packed check in NumPy, chosen by ``small_job``).
+
 Each task runs on one core (a worker process's thread, or one of the task
 threads of an in-process CPU cluster: the kernels release the GIL), so the
 kernel is serial; it writes into preallocated arrays and is rerun with room
@@ -25,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from . import BULGE_DNA, BULGE_NONE, BULGE_RNA, GuideRows, SiteHits
+from .vectorized import EVEN_BITS, pack_rows, packable
 
 INITIAL_CAPACITY = 1 << 14
 
@@ -129,8 +133,6 @@ def _check_candidates(text, candidates, masks, lengths, limits, row_ids, minus, 
     return count
 
 
-EVEN_BITS = np.uint64(0x5555555555555555)
-PACK_MAX = 32
 
 
 @njit(inline="always")
@@ -139,24 +141,6 @@ def _popcount(x):
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-
-
-def pack_rows(rows: GuideRows, row_ids: np.ndarray, window: int, pam_right: bool):
-    """(codes, care) per row: 2-bit base codes and the even bit of each base the row covers.
-
-    Rows sit in a ``window``-base word aligned to the protospacer's PAM end:
-    the last ``L`` bases when the PAM is right of it, the first when left.
-    """
-    codes = np.zeros(len(row_ids), dtype=np.uint64)
-    care = np.zeros(len(row_ids), dtype=np.uint64)
-    single = {1: 0, 2: 1, 4: 2, 8: 3}
-    for n, r in enumerate(row_ids):
-        length = int(rows.lengths[r])
-        offset = window - length if pam_right else 0
-        for i in range(length):
-            codes[n] |= np.uint64(single[int(rows.masks[r, i])]) << np.uint64(2 * (offset + i))
-            care[n] |= np.uint64(1) << np.uint64(2 * (offset + i))
-    return codes, care
 
 
 @njit(cache=True, nogil=True)
@@ -222,16 +206,14 @@ def find_sites_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_
             pam_right = bool(rows.pam_right[s])
             general, general_candidates = row_ids, candidates[s]
             if dna_bulge == 0 and rna_bulge == 0:
-                packable = np.array([rows.lengths[r] <= PACK_MAX and
-                                     all(int(m) in (1, 2, 4, 8) for m in rows.masks[r, :rows.lengths[r]])
-                                     for r in row_ids], dtype=bool)
-                if packable.any():
-                    fast = row_ids[packable]
+                plain = packable(rows, row_ids)
+                if plain.any():
+                    fast = row_ids[plain]
                     window = int(rows.lengths[fast].max())
                     codes, care = pack_rows(rows, fast, window, pam_right)
                     count = _check_packed(text, candidates[s], window, fast, codes, care, rows.lengths, rows.limit,
                                           pam_right, rows.pam_length, owned_lo, owned_hi, count, *outs)
-                    general = row_ids[~packable]
+                    general = row_ids[~plain]
             if len(general):
                 count = _check_candidates(text, general_candidates, rows.masks, rows.lengths, rows.limit, general,
                                           s == 1, pam_right, rows.pam_length, dna_bulge, rna_bulge,

@@ -10,6 +10,8 @@ kernel. CuPy is imported inside the functions only.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import CUDA_MAX_GUIDE, GuideRows, SiteHits
@@ -17,32 +19,62 @@ from . import CUDA_MAX_GUIDE, GuideRows, SiteHits
 THREADS = 256
 ROWS_PER_BLOCK = 256  # as in crispr.cu
 INITIAL_CAPACITY = 1 << 16
+NIBBLES = 16  # bases per 64-bit half of a row's word
+_UPLOAD_LOCK = threading.Lock()  # task threads share the rows and their device copies
 
 
 def guide_words(rows: GuideRows, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) 64-bit halves of each row's one-hot word: nibble i = the IUPAC mask of base i."""
-    low = np.zeros(len(row_ids), dtype=np.uint64)
-    high = np.zeros(len(row_ids), dtype=np.uint64)
-    for n, r in enumerate(row_ids):
-        word = 0
-        for i in range(int(rows.lengths[r])):
-            word |= int(rows.masks[r, i]) << (4 * i)
-        low[n] = word & 0xFFFF_FFFF_FFFF_FFFF
-        high[n] = word >> 64
-    return low, high
+    """(low, high) 64-bit halves of each row's one-hot word: nibble i = the IUPAC mask of base i (i < 32)."""
+    masks = rows.masks[row_ids, :CUDA_MAX_GUIDE].astype(np.uint64)
+    masks[np.arange(masks.shape[1]) >= rows.lengths[row_ids, None]] = 0
+    masks = np.pad(masks, ((0, 0), (0, 2 * NIBBLES - masks.shape[1])))
+    shifts = (4 * np.arange(NIBBLES)).astype(np.uint64)
+    # The nibbles are disjoint bits: their sum is their OR.
+    return (masks[:, :NIBBLES] << shifts).sum(axis=1, dtype=np.uint64), \
+        (masks[:, NIBBLES:] << shifts).sum(axis=1, dtype=np.uint64)
 
 
-def _candidates(module, text, n: int, pam: np.ndarray):
+def _device_rows(rows: GuideRows, strand: int, length: int):
+    """(row ids, low words, high words, limits, ids on the device) of one strand's rows of one length.
+
+    Built and uploaded once per (rows, GPU), kept in ``rows.on_device``: every
+    chunk and task of the guide range reuses them (the job caches its rows,
+    crispr/task.py). Keyed by the current device: a worker may own another GPU.
+    """
     import cupy
 
-    pam_device = cupy.asarray(pam, dtype=cupy.uint8)
+    key = (cupy.cuda.runtime.getDevice(), "check", strand, length)
+    with _UPLOAD_LOCK:
+        if key not in rows.on_device:
+            ids = np.flatnonzero((rows.strand == strand) & (rows.lengths == length)).astype(np.int32)
+            low, high = guide_words(rows, ids)
+            rows.on_device[key] = (ids, cupy.asarray(low), cupy.asarray(high),
+                                   cupy.asarray(rows.limit[ids].astype(np.int16)), cupy.asarray(ids))
+            cupy.cuda.get_current_stream().synchronize()  # complete before any thread's stream reads them
+        return rows.on_device[key]
+
+
+def _device_pam(rows: GuideRows, strand: int):
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), "pam", strand)
+    with _UPLOAD_LOCK:
+        if key not in rows.on_device:
+            rows.on_device[key] = cupy.asarray(rows.pam_masks[strand], dtype=cupy.uint8)
+            cupy.cuda.get_current_stream().synchronize()
+        return rows.on_device[key]
+
+
+def _candidates(module, text, n: int, pam_device):
+    import cupy
+
     capacity = max(1024, n // 8)
     while True:
         count = cupy.zeros(1, dtype=cupy.uint64)
         out = cupy.empty(capacity, dtype=cupy.int64)
         blocks = min(65_535 * 4, max(1, (n + THREADS - 1) // THREADS))
         module.get_function("crispr_pam_candidates")(
-            (blocks,), (THREADS,), (text, np.int64(n), pam_device, np.int32(len(pam)), count, out,
+            (blocks,), (THREADS,), (text, np.int64(n), pam_device, np.int32(len(pam_device)), count, out,
                                     np.uint64(capacity)))
         found = int(count.get()[0])
         if found <= capacity:
@@ -65,12 +97,11 @@ def find_sites_cuda(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned
         ids = np.flatnonzero((rows.strand == strand) & (rows.lengths <= CUDA_MAX_GUIDE))
         if len(ids) == 0:
             continue
-        candidates = _candidates(module, text_device, n, rows.pam_masks[strand])
+        candidates = _candidates(module, text_device, n, _device_pam(rows, strand))
         if len(candidates) == 0:
             continue
         for length in np.unique(rows.lengths[ids]):
-            same = ids[rows.lengths[ids] == length]
-            parts.append(_check(module, text_device, n, candidates, rows, same, int(length), strand,
+            parts.append(_check(module, text_device, n, candidates, rows, int(length), strand,
                                 dna_bulge, rna_bulge, owned_lo, owned_hi))
     if len(long_rows):
         from .cpu import find_sites_cpu
@@ -86,14 +117,11 @@ def find_sites_cuda(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned
     return SiteHits(*(np.concatenate([getattr(p, f) for p in parts]) for f in SiteHits.__dataclass_fields__))
 
 
-def _check(module, text, n, candidates, rows: GuideRows, row_ids, length, strand, dna_bulge, rna_bulge,
+def _check(module, text, n, candidates, rows: GuideRows, length, strand, dna_bulge, rna_bulge,
            owned_lo, owned_hi) -> SiteHits:
     import cupy
 
-    low, high = guide_words(rows, row_ids)
-    low, high = cupy.asarray(low), cupy.asarray(high)
-    limits = cupy.asarray(rows.limit[row_ids].astype(np.int16))
-    ids = cupy.asarray(row_ids.astype(np.int32))
+    row_ids, low, high, limits, ids = _device_rows(rows, strand, length)
     tiles = (len(row_ids) + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
     blocks = min(4096, max(1, (len(candidates) + THREADS - 1) // THREADS))
     capacity = INITIAL_CAPACITY
@@ -110,5 +138,26 @@ def _check(module, text, n, candidates, rows: GuideRows, row_ids, length, strand
              count, np.uint64(capacity), *out))
         found = int(count.get()[0])
         if found <= capacity:
-            return SiteHits(*(a[:found].get() for a in out))
+            return SiteHits(*split_bytes(packed_bytes(out, found, cupy).get(), out, found))
         capacity = found
+
+
+def packed_bytes(arrays, count: int, xp):
+    """The first ``count`` entries of each 1-D array, their bytes one after another (``xp``: cupy or numpy).
+
+    The hits come back in one device-to-host copy instead of one per column
+    (seven synchronising copies a launch cost more than the kernel on small chunks).
+    """
+    if count == 0:
+        return xp.empty(0, dtype=xp.uint8)
+    return xp.concatenate([xp.ascontiguousarray(a[:count]).view(xp.uint8) for a in arrays])
+
+
+def split_bytes(data: np.ndarray, arrays, count: int) -> list[np.ndarray]:
+    """:func:`packed_bytes`'s host copy cut back into one array per column, each with its column's dtype."""
+    columns, at = [], 0
+    for a in arrays:
+        size = count * a.dtype.itemsize
+        columns.append(data[at:at + size].copy().view(np.dtype(a.dtype.str)))  # a copy: aligned, writable
+        at += size
+    return columns

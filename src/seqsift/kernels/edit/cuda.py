@@ -81,9 +81,12 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
         sub_lengths = lengths[selected]
         one_word = kernel_name != "myers_long"
         words = 1 if one_word else int((sub_lengths.max() + 63) // 64)
-        peq = cupy.asarray(peq_words(batch.masks[selected], sub_lengths, words))
+        # The rows' bit vectors go to the device once per batch (every chunk task of the batch reuses them).
+        peq, device_lengths = batch.derived(
+            ("edit.peq", kernel_name, cupy.cuda.Device().id),
+            lambda: (cupy.asarray(peq_words(batch.masks[selected], sub_lengths, words)), cupy.asarray(sub_lengths)))
         extra = () if one_word else (np.int32(words),)
-        row, end, dist = _launch(module.get_function(kernel_name), text_device, peq, cupy.asarray(sub_lengths),
+        row, end, dist = _launch(module.get_function(kernel_name), text_device, peq, device_lengths,
                                  extra, int(selected.size), k, int(sub_lengths.max()), lo, hi)
         parts.append(EndHits(selected[row.get()].astype(np.int32), end.get(), dist.get()))
     if too_long.size:

@@ -144,7 +144,9 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
             per_warp = direct_tiles_per_warp(tiles, _multiprocessors(cupy.cuda.Device().id))
             warps = -(-tiles // per_warp)
             words = 2 if m_max <= 32 else 3
-            plans = _device_plans(cupy.cuda.Device().id, masks.tobytes(), masks.shape, sub_lengths.tobytes())
+            # The row plans go to the device once per batch (every chunk task of the batch reuses them).
+            plans = batch.derived(("hamming.direct", cupy.cuda.Device().id),
+                                  lambda: cupy.asarray(direct_row_plans(masks, sub_lengths)))
             hits = _run(module.get_function(f"hamming_direct_{bits}_{words}"),
                         (-(-warps * 32 // DIRECT_THREADS),), (DIRECT_THREADS,),
                         (text_device, np.int64(n), plans, np.int32(short.size), np.int32(k_budget), np.int64(lo),
@@ -158,9 +160,12 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
                                                (text_device, np.int64(n), planes, np.int64(plane_words)))
             groups = (short.size + SLICED_ROWS - 1) // SLICED_ROWS
             spans = (last_word - first_word + SLICED_WORDS) // SLICED_WORDS
+            # The rows go to the device once per batch (every chunk task of the batch reuses them).
+            device_masks, device_lengths = batch.derived(
+                ("hamming.sliced", cupy.cuda.Device().id), lambda: (cupy.asarray(masks), cupy.asarray(sub_lengths)))
             hits = _run(module.get_function(f"hamming_sliced_{bits}"), (groups * spans,), (SLICED_ROWS,),
-                        (planes, np.int64(plane_words), np.int64(n), cupy.asarray(masks), np.int32(m_max),
-                         cupy.asarray(sub_lengths), np.int32(short.size), np.int32(m_max), np.int32(k_budget),
+                        (planes, np.int64(plane_words), np.int64(n), device_masks, np.int32(m_max),
+                         device_lengths, np.int32(short.size), np.int32(m_max), np.int32(k_budget),
                          np.int64(lo), np.int64(hi), np.int64(first_word), np.int32(SLICED_WORDS),
                          np.int64(last_word)), capacity=capacity)
             parts.append(EndHits(short[hits.row].astype(np.int32), hits.end, hits.distance))
@@ -170,16 +175,6 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
         hits = tiled(text_device, subset, k, owned_lo, owned_hi)
         parts.append(EndHits(long_rows[hits.row].astype(np.int32), hits.end, hits.distance))
     return _concat(parts)
-
-
-@lru_cache(maxsize=256)
-def _device_plans(device: int, masks: bytes, shape: tuple[int, int], lengths: bytes):
-    """direct_row_plans on the device, kept for the next call with the same rows (a worker searches chunk
-    after chunk with one pattern batch): the launcher then copies nothing to the device."""
-    import cupy
-
-    rows = np.frombuffer(masks, dtype=np.uint8).reshape(shape)
-    return cupy.asarray(direct_row_plans(rows, np.frombuffer(lengths, dtype=np.int32)))
 
 
 @lru_cache(maxsize=None)

@@ -80,18 +80,21 @@ def pack_text_device(text_device):
     return packed, n_plane
 
 
-def _launch_group(packed, n_plane, n: int, masks, lengths, k: int, lo: int, hi: int,
-                  threads: int, wpt: int):
-    """One launch (in pieces of at most 65,535 rows) for rows sharing a block shape.
-    Returns (row within the group, end, distance) on the host."""
+def _rows_device(masks, lengths, k: int, words: int):
+    """The group's compiled rows on the device: (peq, final, lengths int32)."""
     import cupy
 
+    peq, final = _cpu.compile_rows(masks, lengths, k, words)
+    return cupy.asarray(peq), cupy.asarray(final), cupy.asarray(lengths.astype(np.int32))
+
+
+def _launch_group(packed, n_plane, n: int, rows_device, lengths, k: int, lo: int, hi: int,
+                  threads: int, wpt: int):
+    """One launch (in pieces of at most 65,535 rows) for rows sharing a block shape.
+    ``rows_device``: the group's ``_rows_device``. Returns (row within the group, end, distance) on the host."""
     from ..cuda import compact_hits_buffers, load_module
 
-    words = threads * wpt
-    peq, final = _cpu.compile_rows(masks, lengths, k, words)
-    peq_device, final_device = cupy.asarray(peq), cupy.asarray(final)
-    lengths_device = cupy.asarray(lengths.astype(np.int32))
+    peq_device, final_device, lengths_device = rows_device
     function = load_module("nfa/nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
     shared = _shared_bytes(threads, wpt)
     if shared > SMEM_DEFAULT:
@@ -129,6 +132,8 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     ``wpt`` forces the words per thread (benchmarks); by default
     :func:`words_per_thread` picks it per row.
     """
+    import cupy
+
     from ..cuda import to_device_text
 
     text_device = to_device_text(text)
@@ -153,7 +158,11 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
         threads = -(-threads // 32) * 32
         for group_wpt, group_threads in sorted(set(zip(row_wpt.tolist(), threads.tolist()))):
             selected = gpu_rows[(row_wpt == group_wpt) & (threads == group_threads)]
-            row, end, dist = _launch_group(packed, n_plane, n, batch.masks[selected], lengths[selected], k,
+            # The group's compiled rows go to the device once per batch (every chunk task reuses them).
+            rows_device = batch.derived(
+                ("nfa.rows", wpt, group_wpt, group_threads, k, cupy.cuda.Device().id),
+                lambda: _rows_device(batch.masks[selected], lengths[selected], k, group_threads * group_wpt))
+            row, end, dist = _launch_group(packed, n_plane, n, rows_device, lengths[selected], k,
                                            lo, hi, group_threads, group_wpt)
             parts.append(EndHits(selected[row].astype(np.int32), end, dist))
     return concat_hits(parts)
