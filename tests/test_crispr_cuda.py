@@ -182,8 +182,8 @@ def test_guide_words_hold_each_base_mask_in_its_nibble():
 @pytest.mark.gpu
 def test_device_words_belong_to_their_rows():
     """The launcher keeps each GuideRows' device words: reused over chunks, never taken for other rows."""
-    sequence, guides = random_job(41, guides=300, size=120_000)
-    _, other_guides = random_job(42, guides=300, size=120_000)  # as many guides, of the same length
+    sequence, drawn = random_job(41, guides=600, size=120_000)
+    guides, other_guides = drawn[:300], drawn[300:]  # as many guides, of the same length, with sites in sequence
     text = encode_text(sequence)
     rows = orient_guides([pattern_masks(g) for g in guides], [3] * len(guides), pattern_masks("NGG"), 3)
     other = orient_guides([pattern_masks(g) for g in other_guides], [3] * len(guides), pattern_masks("NGG"), 3)
@@ -209,8 +209,8 @@ def test_two_cuda_jobs_on_one_cluster_keep_their_own_guides(tmp_path):
     import seqsift
     from seqsift.cluster import connect
 
-    sequence, guides = random_job(43, guides=150, size=200_000)
-    _, other_guides = random_job(44, guides=150, size=200_000)
+    sequence, drawn = random_job(43, guides=300, size=200_000)
+    guides, other_guides = drawn[:150], drawn[150:]  # both sets drawn from sequence: both have sites
     reference = tmp_path / "ref.fa"
     reference.write_text(">a\n" + sequence + "\n")
     with connect("cuda") as client:
