@@ -17,9 +17,16 @@ FASTA header) and the lines Cas-OFFinder reports with a genome N under a PAM
 N are counted apart (tests/test_crispr_casoffinder.py documents that case).
 Also timed: the seqsift job alone on an already started cluster.
 
+With ``--served`` every seqsift command also runs through ``seqsift serve``
+(the opt-in warm server, started once beforehand and not counted), records
+``...-served``. ``--bulge-job`` adds the same guides with ``--dna-bulge 1
+--rna-bulge 1`` and ``--many-guides-file`` a job with that file's guides
+(10,000 in issue 16), both seqsift only (Cas-OFFinder 2.4 has no bulges),
+two runs each, the second reported.
+
 Writes ``--out`` (default benchmarks/results/crispr_<backend>.json) in DESIGN.md's
 results shape: records ``crispr-<backend>`` (end to end), ``crispr-<backend>-job``
-(started cluster) and ``cas-offinder-2.4-<device>``.
+(started cluster), ``cas-offinder-2.4-<device>``, and the optional ones above.
 """
 from __future__ import annotations
 
@@ -63,9 +70,27 @@ def pick_guides(fasta: Path, count: int) -> list[str]:
     return guides
 
 
-def timed(command: list[str]) -> float:
+def fasta_bases(fasta: Path) -> int:
+    """Bases in a plain FASTA: its bytes less line breaks and header lines (NumPy and mmap, no line loop)."""
+    import mmap
+
+    import numpy as np
+
+    with open(fasta, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        bases = len(data) - int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
+        header = 0 if data[:1] == b">" else data.find(b"\n>") + 1 or -1
+        while header >= 0:
+            end = data.find(b"\n", header)
+            end = len(data) if end < 0 else end
+            bases -= end - header
+            following = data.find(b"\n>", end)
+            header = following + 1 if following >= 0 else -1
+    return bases
+
+
+def timed(command: list[str], env: dict | None = None) -> float:
     began = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - began
     if result.returncode != 0:
         sys.exit(f"failed: {' '.join(command)}\n{result.stderr[-2000:]}")
@@ -83,6 +108,60 @@ def comparable(lines: list[str]) -> list[str]:
     return sorted(line.split("\t", 2)[0] + "\t" + line.split("\t", 2)[2] for line in lines if line)
 
 
+def optional_jobs(args, fasta: Path, guides: list[str], work: Path, main_command: list[str],
+                  records: list[dict]) -> list[dict]:
+    """The bulge job, the many-guides job, and every seqsift job through ``seqsift serve`` (module docstring)."""
+    def crispr_command(guide_file: Path, output: str, *extra: str) -> list[str]:
+        return ["seqsift", "crispr", str(fasta), str(guide_file), "-k", str(args.mismatches), "-o", str(work / output),
+                "--backend", args.backend, "--no-progress", *extra]
+
+    size = f"{fasta.name}, NGG, k={args.mismatches}, both strands"
+    jobs = []  # (record name, command, runs, workload)
+    if args.bulge_job:
+        bulge_guides = work / "guides.txt"
+        bulge_guides.write_text("".join(g + "\n" for g in guides))
+        jobs.append((f"crispr-{args.backend}-bulges", crispr_command(bulge_guides, "bulges.tsv", "--dna-bulge", "1",
+                                                                     "--rna-bulge", "1"), 2,
+                     f"{len(guides)} guides x 20 nt, --dna-bulge 1 --rna-bulge 1, {size}, second run, end to end"))
+    if args.many_guides_file:
+        count = sum(1 for line in open(args.many_guides_file) if line.strip())
+        jobs.append((f"crispr-{args.backend}-{count}-guides", crispr_command(Path(args.many_guides_file), "many.tsv"),
+                     2, f"{count} guides x 20 nt, {size}, second run, end to end"))
+    out = []
+
+    def run(name: str, command: list[str], runs: int, workload: str, env=None) -> None:
+        times = [timed(command, env) for _ in range(runs)]
+        output = Path(command[command.index("-o") + 1])
+        sites = sum(1 for _ in open(output)) - (0 if "cas-offinder" in command else 1)
+        value = warm(times)
+        out.append({"algorithm": name, "workload": workload, "quantity": "end_to_end_s", "value": value,
+                    "roof_fraction": None, "paper_value": None, "time_s": value, "runs_s": times, "sites": sites})
+        print(f"{name}: {times} s, {sites} sites", flush=True)
+
+    for name, command, runs, workload in jobs:
+        run(name, command, runs, workload)
+    if args.served:
+        env = dict(os.environ, SEQSIFT_SERVER_SOCKET=str(work / "server" / "server.sock"))
+        server = subprocess.Popen(["seqsift", "serve", "--backend", args.backend], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        if "listening" not in server.stdout.readline():
+            sys.exit(f"seqsift serve did not start: {server.stderr.read()[-2000:]}")
+        try:
+            main_workload = records[0]["workload"] + "; through seqsift serve (started beforehand)"
+            run(f"crispr-{args.backend}-served", main_command, args.runs, main_workload, env)
+            theirs = next((r for r in records if r["algorithm"].startswith("cas-offinder")), None)
+            if theirs:
+                out[-1]["cas_offinder_s"] = theirs["value"]
+                out[-1]["seqsift_speedup"] = theirs["value"] / out[-1]["value"]
+                print(f"served: {out[-1]['seqsift_speedup']:.1f}x Cas-OFFinder", flush=True)
+            for name, command, runs, workload in jobs:
+                run(f"{name}-served", command, runs, workload + "; through seqsift serve (started beforehand)", env)
+        finally:
+            subprocess.run(["seqsift", "serve", "--stop"], env=env, capture_output=True)
+            server.wait(timeout=120)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--genome", required=True, help="FASTA (plain or gzip)")
@@ -96,6 +175,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", default="/tmp/seqsift-bench-crispr", help="folder for inputs and outputs")
     parser.add_argument("--out", help="results JSON (default benchmarks/results/crispr_<backend>.json)")
+    parser.add_argument("--guides-file", help="take the guides from this file (one per line) instead of the genome")
+    parser.add_argument("--served", action="store_true", help="also run every seqsift job through seqsift serve")
+    parser.add_argument("--bulge-job", action="store_true", help="also time --dna-bulge 1 --rna-bulge 1")
+    parser.add_argument("--many-guides-file", help="also time a job with these guides (one per line)")
     args = parser.parse_args()
 
     import seqsift
@@ -105,10 +188,11 @@ def main() -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     fasta = plain_fasta(Path(args.genome), work)
-    guides = pick_guides(fasta, args.guides)
+    guides = ([line.strip() for line in open(args.guides_file) if line.strip()][:args.guides] if args.guides_file
+              else pick_guides(fasta, args.guides))
     spec = work / "input.txt"
     spec.write_text(f"{fasta}\nNNNNNNNNNNNNNNNNNNNNNGG\n" + "".join(f"{g}NNN {args.mismatches}\n" for g in guides))
-    bases = sum(len(line.strip()) for line in open(fasta) if not line.startswith(">"))
+    bases = fasta_bases(fasta)
     workload = (f"{len(guides)} guides x 20 nt, NGG, k={args.mismatches}, both strands, {fasta.name} "
                 f"({bases:,} bp), median of warm runs, end to end")
     records = []
@@ -153,6 +237,7 @@ def main() -> None:
                         "sites": len(theirs_lines), "sites_with_n_under_pam_n": len(n_under_pam_n),
                         "identical_to_seqsift_otherwise": identical, "seqsift_speedup": theirs_s / ours_s})
 
+    records += optional_jobs(args, fasta, guides, work, ours_command, records)
     result = {"device": device_name(args.backend), "date": datetime.date.today().isoformat(),
               "commit": source_commit(), "records": records}
     out = Path(args.out or Path(__file__).parent / "results" / f"crispr_{args.backend}.json")
