@@ -391,6 +391,7 @@ def plot(records: list[dict], path: Path, title: str) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--as-cli":
+        os.environ["SEQSIFT_STAGE_TIMES"] = "1"  # before seqsift.engine.stages is imported (it reads it then)
         from seqsift.cli import exit_now
 
         exit_now(as_cli(sys.argv[2:]))  # ends as the seqsift command does (cli.console_main)

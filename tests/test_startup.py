@@ -36,6 +36,21 @@ def test_the_command_line_imports_no_job_stack():
     assert _loaded_after("import seqsift.cli") == []
 
 
+def test_the_console_entry_and_the_server_client_import_only_the_standard_library():
+    """A run handed to ``seqsift serve`` loads nothing but console.py and server.py's client half."""
+    result = _python("""
+        import sys
+        import seqsift.console, seqsift.server
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "pandas", "dask", "distributed",
+                                                                    "numba", "cupy", "pyarrow")))
+        print(sorted(m for m in sys.modules if m.startswith("seqsift")))
+    """)
+    assert result.returncode == 0, result.stderr
+    third_party, ours = result.stdout.strip().splitlines()[-2:]
+    assert eval(third_party) == []
+    assert eval(ours) == ["seqsift", "seqsift.console", "seqsift.server"]
+
+
 def test_help_imports_no_job_stack():
     assert _loaded_after("""
         import contextlib, io

@@ -1,5 +1,5 @@
 """``python -m seqsift`` is the ``seqsift`` command."""
-from .cli import console_main
+from .console import main
 
 if __name__ == "__main__":
-    console_main()
+    main()

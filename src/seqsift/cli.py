@@ -220,13 +220,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The ``seqsift`` command: the run goes to this user's ``seqsift serve`` when one listens
-    (server.py), else :func:`main` runs it here; then :func:`exit_now`."""
-    from .server import run_on_server
-
-    argv = sys.argv[1:]
-    served_status = run_on_server(argv)
-    exit_now(main(argv) if served_status is None else served_status)
+    """The ``seqsift`` command run in this process (console.py sends it to a server first, if one
+    listens): :func:`main` with the command line's arguments, then :func:`exit_now`."""
+    exit_now(main())
 
 
 def exit_now(code: int) -> None:
