@@ -162,6 +162,31 @@ def optional_jobs(args, fasta: Path, guides: list[str], work: Path, main_command
     return out
 
 
+def plot(result: dict, path: Path) -> None:
+    """Every end-to-end record as a bar (log scale): seqsift's jobs, through seqsift serve, and Cas-OFFinder's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in result["records"] if r["quantity"] in ("end_to_end_s", "job_s") and r["value"]]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(shown) + 1.5))
+    colors = ["tab:red" if r["algorithm"].startswith("cas-offinder") else
+              "tab:green" if r["algorithm"].endswith("served") else "tab:blue" for r in shown]
+    ax.barh(range(len(shown)), [r["value"] for r in shown], color=colors)
+    for y, r in enumerate(shown):
+        ax.text(r["value"] * 1.05, y, f"{r['value']:.2f} s" + (f", {r['sites']:,} sites" if r.get("sites") else ""),
+                va="center", fontsize=8)
+    ax.set_yticks(range(len(shown)), [r["algorithm"] for r in shown], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlim(right=max(r["value"] for r in shown) * 8)
+    ax.set_xlabel("seconds, wall (log scale); blue: seqsift command, green: through seqsift serve, red: Cas-OFFinder")
+    ax.set_title(f"CRISPR off-targets, {result['device']}, {result['date']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--genome", required=True, help="FASTA (plain or gzip)")
@@ -242,8 +267,12 @@ def main() -> None:
               "commit": source_commit(), "records": records}
     out = Path(args.out or Path(__file__).parent / "results" / f"crispr_{args.backend}.json")
     out.write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, out.with_suffix(".png"))
     print(f"wrote {out}")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 2 and sys.argv[1] == "--replot":  # redraw the PNG of a results JSON
+        plot(json.loads(Path(sys.argv[2]).read_text()), Path(sys.argv[2]).with_suffix(".png"))
+    else:
+        main()

@@ -6,6 +6,11 @@ from pathlib import Path
 
 import pytest
 
+# A developer's own `seqsift serve` must not take the console-script runs of the tests: every test
+# process and its children look for a server at a path where none listens (test_server.py starts its
+# servers at sockets of their own).
+os.environ["SEQSIFT_SERVER_SOCKET"] = os.path.join(os.path.dirname(__file__), ".no-seqsift-server.sock")
+
 
 def data_dir() -> Path | None:
     """``$SEQSIFT_TEST_DATA`` (the project's ``../shared/data``), if it exists."""
