@@ -172,6 +172,13 @@ def test_mit_follows_hsu_2013():
     assert mit_score(GUIDE, three) == pytest.approx(expected)
 
 
+def test_cfd_matches_a_published_example_of_an_independent_calculator():
+    # The CFD_Scores_Calculator README (Ghahfarokhi, 2023), whose output it states is identical to Doench et
+    # al.'s own script for sites without bulges: crRNA ATCGATGCTGATGCTAGATA+AGG against DNA
+    # ACCGATGCTGATGCTAGATA+AGG (position 2: rU against dG) scores 0.857143.
+    assert cfd_score("ATCGATGCTGATGCTAGATA", "ACCGATGCTGATGCTAGATA", "AGG") == pytest.approx(0.857143, abs=1e-6)
+
+
 def test_scores_are_undefined_off_their_domain():
     assert math.isnan(cfd_score(GUIDE[:19], GUIDE[:19], "AGG"))
     assert math.isnan(mit_score(GUIDE, GUIDE[:19] + "N"))
