@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..cluster import connect, cpu_cores, in_process_cluster
+from ..cluster import connect, cpu_cores, gpu_worker_here, in_process_cluster
 from ..engine import note, resolve_backend
 from ..engine.lock import OutputLock
 from ..errors import InputError
@@ -181,6 +181,10 @@ def _own_client(backend: str, *, workers, gpus, scheduler, scheduler_file, dashb
     bacterial genome's job). Otherwise: ``seqsift.cluster.connect``, as search.
     """
     if backend != "cpu" or scheduler or scheduler_file:
+        if gpu_worker_here(backend, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file):
+            from ..kernels.cuda import prepare_in_background
+
+            prepare_in_background()  # the worker is this process: its CUDA start overlaps the cluster's
         with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,
                      dashboard=dashboard) as client:
             yield client
@@ -325,7 +329,7 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
             group, batch_index = futures.pop(future)
             group_index = group.index
             if store is not None:
-                store.save((group_index, batch_index), rows)
+                store.save_soon((group_index, batch_index), rows)  # on the store's thread; rows stay here
             parts[group_index].append(rows)
             remaining[group_index] -= 1
             bar.advance(groups[group_index].bases / len(guide_ranges))

@@ -58,7 +58,7 @@ class SiteWriter:
         import pyarrow as pa
 
         self.record_names, self.guide_names = record_names, guide_names
-        self.table = TableWriter(path, COLUMNS, dtypes=DTYPES)
+        self.table = TableWriter(path, COLUMNS, dtypes=DTYPES, background=True)  # overlaps the search
         self._names = {"record": pa.array(list(record_names), type=pa.string()),
                        "guide": pa.array(list(guide_names), type=pa.string()),
                        "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
