@@ -155,19 +155,3 @@ def test_no_port_warning_when_another_cluster_holds_8787(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.count("\n") > 1
-
-
-def test_gpu_worker_here_is_true_only_for_a_cuda_job_whose_worker_runs_in_this_process(monkeypatch):
-    """The engine starts CUDA early (kernels.cuda.prepare_in_background) only when the worker is this process."""
-    from seqsift import cluster
-
-    monkeypatch.setattr(cluster, "gpu_worker_in_process", lambda gpus: not gpus)
-    assert cluster.gpu_worker_here("cuda")
-    assert not cluster.gpu_worker_here("cpu")
-    assert not cluster.gpu_worker_here("cuda", gpus=[0, 1])
-    assert not cluster.gpu_worker_here("cuda", scheduler="tcp://127.0.0.1:8786")
-    assert not cluster.gpu_worker_here("cuda", scheduler_file="/tmp/scheduler.json")
-    with cluster.keep_for_jobs(object(), "cpu"):  # seqsift serve holding a CPU cluster
-        assert not cluster.gpu_worker_here("cuda")
-    with cluster.keep_for_jobs(object(), "cuda"):
-        assert cluster.gpu_worker_here("cuda")

@@ -256,17 +256,6 @@ def _start_local_cluster(backend: str, *, workers: int | None, gpus: Sequence[in
                         env={NUMBA_THREADS_VARIABLE: str(numba_threads_per_worker)}, **common)
 
 
-def gpu_worker_here(backend: str, *, gpus: Sequence[int] | None = None, scheduler: str | None = None,
-                    scheduler_file: str | None = None) -> bool:
-    """Whether :func:`connect` with these arguments gives a CUDA job a worker in this process
-    (the one-GPU local cluster, or ``seqsift serve``'s when it holds one)."""
-    if backend != "cuda" or scheduler or scheduler_file:
-        return False
-    if _kept is not None and not gpus:
-        return _kept.backend == "cuda" and gpu_worker_in_process(None)
-    return gpu_worker_in_process(gpus)
-
-
 def gpu_worker_in_process(gpus: Sequence[int] | None) -> bool:
     """Whether a local CUDA job's worker runs in this process: one GPU visible, none picked."""
     if os.environ.get("SEQSIFT_GPU_WORKER_PROCESS") == "1" or gpus:

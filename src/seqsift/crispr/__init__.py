@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..cluster import connect, cpu_cores, gpu_worker_here, in_process_cluster
+from ..cluster import connect, cpu_cores, in_process_cluster
 from ..engine import note, resolve_backend
 from ..engine.lock import OutputLock
 from ..errors import InputError
@@ -181,10 +181,6 @@ def _own_client(backend: str, *, workers, gpus, scheduler, scheduler_file, dashb
     bacterial genome's job). Otherwise: ``seqsift.cluster.connect``, as search.
     """
     if backend != "cpu" or scheduler or scheduler_file:
-        if gpu_worker_here(backend, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file):
-            from ..kernels.cuda import prepare_in_background
-
-            prepare_in_background()  # the worker is this process: its CUDA start overlaps the cluster's
         with connect(backend, workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,
                      dashboard=dashboard) as client:
             yield client

@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 
 from .. import kernels
-from ..cluster import connect, count_gpus, gpu_worker_here
+from ..cluster import connect, count_gpus
 from ..errors import InputError, note
 from ..io.patterns import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
@@ -176,10 +176,6 @@ def _cluster(client, backend: str, **options):
     if client is not None:
         yield client
         return
-    if gpu_worker_here(backend, **{k: options.get(k) for k in ("gpus", "scheduler", "scheduler_file")}):
-        from ..kernels.cuda import prepare_in_background
-
-        prepare_in_background()  # the worker is this process: its CUDA start overlaps the cluster's
     connection = connect(backend, **options)
     own_client = connection.__enter__()
     try:

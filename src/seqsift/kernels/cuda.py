@@ -105,36 +105,13 @@ def _staging_pair() -> list[np.ndarray]:
     buffers at once, before any search is queued.
     """
     with _staging_lock:
-        _allocate_staging_locked()
+        if not _staging_free:
+            import cupy
+
+            block = np.frombuffer(cupy.cuda.alloc_pinned_memory(2 * STAGING_THREADS * STAGE_BYTES), np.uint8)
+            buffers = block.reshape(2 * STAGING_THREADS, STAGE_BYTES)
+            _staging_free.extend([[buffers[2 * t], buffers[2 * t + 1]] for t in range(STAGING_THREADS)])
         return _staging_free.pop()
-
-
-def _allocate_staging_locked() -> None:
-    """Every task thread's pair of pinned buffers, in one allocation, unless some are left (holding the lock)."""
-    if not _staging_free:
-        import cupy
-
-        block = np.frombuffer(cupy.cuda.alloc_pinned_memory(2 * STAGING_THREADS * STAGE_BYTES), np.uint8)
-        buffers = block.reshape(2 * STAGING_THREADS, STAGE_BYTES)
-        _staging_free.extend([[buffers[2 * t], buffers[2 * t + 1]] for t in range(STAGING_THREADS)])
-
-
-def prepare_in_background() -> None:
-    """Start this process's CUDA context and allocate the staging buffers on a thread of their own.
-
-    For a job whose GPU worker runs in this process (the one-GPU local
-    cluster): both cost about 0.4 s on the H100, which the first task's upload
-    would otherwise wait for; done here they overlap the cluster's start. An
-    error is left for the first upload to meet and report.
-    """
-    def prepare() -> None:
-        try:
-            with _staging_lock:
-                _allocate_staging_locked()
-        except Exception:  # no usable device after all: the job's own first upload says so
-            pass
-
-    threading.Thread(target=prepare, name="seqsift-gpu-prepare", daemon=True).start()
 
 
 class _Uploader(threading.local):
