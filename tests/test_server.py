@@ -131,6 +131,22 @@ def test_a_caller_that_stops_reading_interrupts_its_job_and_the_server_goes_on(s
     assert (tmp_path / "after.tsv").read_text().count("\n") > 300
 
 
+def test_a_reader_that_goes_away_ends_the_caller_quietly_with_141(server, tmp_path):
+    rng = random.Random(10)
+    genome = "".join(rng.choice("AC") for _ in range(400_000))
+    reference = write_fasta(tmp_path / "big.fa", [("chr1", genome)])
+    patterns = tmp_path / "many.txt"
+    patterns.write_text("".join(genome[s:s + 16] + "\n" for s in range(0, 300_000, 997)))
+    caller = subprocess.Popen(seqsift_command("search", reference, patterns, "-k", "4", "--backend", "cpu",
+                                              "--mode", "ends", "--no-progress"),
+                              env=_env(server.socket), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert caller.stdout.readline()  # like `| head -1`: read a line, then stop reading
+    caller.stdout.close()
+    assert caller.wait(timeout=120) == 141
+    assert caller.stderr.read() == b""
+    assert server.run("search", reference, patterns, "-k", "0", "--backend", "cpu", "--no-progress").returncode == 0
+
+
 def test_the_server_stops_when_idle_and_removes_its_socket(tmp_path):
     socket = tmp_path / "idle" / "server.sock"
     started = start_server(socket, "--idle-minutes", "0.02")
