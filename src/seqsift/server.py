@@ -155,8 +155,10 @@ def ask(kind: str) -> dict | None:
 class _FrameStream(io.RawIOBase):
     """A write-only stream that sends what is written as frames of one kind; silent once the caller is gone."""
 
-    def __init__(self, connection: socket.socket, kind: bytes, tty: bool):
+    def __init__(self, connection: socket.socket, kind: bytes, tty: bool, sending: threading.Lock):
         self.connection, self.kind, self.tty, self.gone = connection, kind, tty, False
+        self.sending = sending  # shared by the job's two streams: a frame goes out whole (the writer
+        # thread's stdout and the client thread's stderr notes would otherwise interleave mid-frame)
 
     def writable(self) -> bool:
         return True
@@ -168,7 +170,8 @@ class _FrameStream(io.RawIOBase):
         data = bytes(data)
         if not self.gone and data:
             try:
-                self.connection.sendall(_FRAME.pack(self.kind, len(data)) + data)
+                with self.sending:
+                    self.connection.sendall(_FRAME.pack(self.kind, len(data)) + data)
             except OSError:
                 self.gone = True
                 if self.kind == b"O":
@@ -176,8 +179,8 @@ class _FrameStream(io.RawIOBase):
         return len(data)
 
 
-def _text_stream(connection: socket.socket, kind: bytes, tty: bool) -> io.TextIOWrapper:
-    return io.TextIOWrapper(io.BufferedWriter(_FrameStream(connection, kind, tty)), encoding="utf-8",
+def _text_stream(connection: socket.socket, kind: bytes, tty: bool, sending: threading.Lock) -> io.TextIOWrapper:
+    return io.TextIOWrapper(io.BufferedWriter(_FrameStream(connection, kind, tty, sending)), encoding="utf-8",
                             line_buffering=True, write_through=True)
 
 
@@ -209,8 +212,9 @@ class _Job:
 
         saved_cwd, saved_env = os.getcwd(), dict(os.environ)
         saved_streams = sys.stdout, sys.stderr
-        out = _text_stream(self.connection, b"O", bool(self.request.get("stdout_tty")))
-        err = _text_stream(self.connection, b"E", bool(self.request.get("stderr_tty")))
+        sending = threading.Lock()
+        out = _text_stream(self.connection, b"O", bool(self.request.get("stdout_tty")), sending)
+        err = _text_stream(self.connection, b"E", bool(self.request.get("stderr_tty")), sending)
         threading.Thread(target=self.watch_caller, name="seqsift-server-caller", daemon=True).start()
         code = EXIT_FAILED
         try:
