@@ -8,18 +8,17 @@ strands: it searches every row against the forward text.
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from .alphabet import pattern_mask_rows, reverse_complement_mask_rows
+from .memo import Memo
 
 STRAND_PLUS = 0
 STRAND_MINUS = 1
 STRAND_SYMBOLS = ("+", "-")
 STRAND_CHOICES = {"both": (STRAND_PLUS, STRAND_MINUS), "+": (STRAND_PLUS,), "-": (STRAND_MINUS,)}
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -38,16 +37,7 @@ class PatternSet:
     alphabet: str = "dna"  # "bytes": sequences are literal bytes (case kept, no IUPAC, no complement)
 
     def __post_init__(self):
-        object.__setattr__(self, "_batches", {})
-        object.__setattr__(self, "_batches_lock", threading.Lock())
-
-    def __getstate__(self):
-        return {"names": self.names, "sequences": self.sequences, "alphabet": self.alphabet}
-
-    def __setstate__(self, state):
-        for field_name, value in state.items():
-            object.__setattr__(self, field_name, value)
-        self.__post_init__()
+        object.__setattr__(self, "_batches", Memo())
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -71,27 +61,32 @@ class PatternSet:
             raise ValueError("byte patterns have no reverse complement: search the + strand only")
         key = (("range", indices.start, indices.stop, indices.step) if isinstance(indices, range) else tuple(indices),
                tuple(strands))
-        batch = self._batches.get(key)
-        if batch is None:
-            with self._batches_lock:  # the two task threads of a worker start with the same range
-                batch = self._batches.get(key)
-                if batch is None:
-                    batch = self._batches[key] = self._orient(list(indices), tuple(strands))
-        return batch
+        return self._batches.get(key, lambda: self._orient(list(indices), tuple(strands)))
 
     def _orient(self, indices: list[int], strands: tuple[int, ...]) -> "PatternBatch":
         """The rows of ``oriented``, built with whole-array operations (no Python loop per pattern)."""
         forward, lengths = pattern_mask_rows([self.sequences[i] for i in indices], literal=self.alphabet == "bytes")
-        by_strand = [forward if s == STRAND_PLUS else reverse_complement_mask_rows(forward, lengths)
-                     for s in strands]
-        count, ways = len(indices), len(strands)
-        masks = np.stack(by_strand, axis=1).reshape(count * ways, forward.shape[1])  # pattern-major
-        arrays = dict(masks=masks, lengths=np.repeat(lengths, ways),
-                      pattern_index=np.repeat(np.asarray(indices, dtype=np.int32), ways),
-                      strand=np.tile(np.asarray(strands, dtype=np.int8), count))
+        masks, row_lengths, pattern_index, strand = orient_rows(forward, lengths, strands, indices)
+        arrays = dict(masks=masks, lengths=row_lengths, pattern_index=pattern_index, strand=strand)
         for array in arrays.values():
             array.flags.writeable = False
         return PatternBatch(**arrays, alphabet=self.alphabet)
+
+
+def orient_rows(forward: np.ndarray, lengths: np.ndarray, strands, indices):
+    """One row per (pattern, strand), pattern-major: (masks, lengths, pattern index, strand) per row.
+
+    ``forward``: the patterns' masks as a zero-padded (patterns, width) table
+    (``alphabet.pattern_mask_rows``); a ``STRAND_MINUS`` row is its pattern's
+    reverse complement; ``indices``: each pattern's index in its set. Shared by
+    ``PatternSet.oriented`` and crispr's ``orient_guides``.
+    """
+    strands = list(strands)
+    by_strand = [forward if s == STRAND_PLUS else reverse_complement_mask_rows(forward, lengths) for s in strands]
+    count, ways = len(lengths), len(strands)
+    masks = np.stack(by_strand, axis=1).reshape(count * ways, forward.shape[1])
+    return (masks, np.repeat(np.asarray(lengths, dtype=np.int32), ways),
+            np.repeat(np.asarray(indices, dtype=np.int32), ways), np.tile(np.asarray(strands, dtype=np.int8), count))
 
 
 @dataclass(frozen=True)
@@ -114,16 +109,7 @@ class PatternBatch:
     alphabet: str = "dna"
 
     def __post_init__(self):
-        object.__setattr__(self, "_derived", {})
-        object.__setattr__(self, "_derived_lock", threading.RLock())  # a build may derive from another key
-
-    def __getstate__(self):
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    def __setstate__(self, state):
-        for field_name, value in state.items():
-            object.__setattr__(self, field_name, value)
-        self.__post_init__()
+        object.__setattr__(self, "_derived", Memo())
 
     def derived(self, key: tuple, build):
         """``build()``, computed once per batch and ``key`` and kept with the batch.
@@ -134,13 +120,7 @@ class PatternBatch:
         ``PatternSet.oriented`` keeps for the job. Thread-safe: ``build``
         runs once even when two task threads ask together.
         """
-        value = self._derived.get(key, _MISSING)
-        if value is _MISSING:
-            with self._derived_lock:
-                value = self._derived.get(key, _MISSING)
-                if value is _MISSING:
-                    value = self._derived[key] = build()
-        return value
+        return self._derived.get(key, build)
 
     @property
     def rows(self) -> int:

@@ -8,8 +8,7 @@ indices (record, guide, strand); names are attached by the writer.
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -19,6 +18,7 @@ from ..alphabet import encode_text, pattern_mask_rows, pattern_masks
 from ..engine.task import read_chunk
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
                               orient_guides, site_halo, small_job)
+from ..memo import Memo
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
 from .scores import cfd_scores, mit_scores, scores_defined
@@ -26,7 +26,6 @@ from .scores import cfd_scores, mit_scores, scores_defined
 ROW_DTYPES = {"record": np.int32, "start": np.int64, "end": np.int64, "guide": np.int32, "strand": np.int8,
               "mismatches": np.int16, "bulge_type": object, "bulge_size": np.int16, "guide_aligned": object,
               "site": object, "cfd": np.float64, "mit": np.float64}
-_ROWS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,7 @@ class CrisprJob:
     strands: tuple[int, ...]
     backend: str
     small: bool = False        # run the NumPy kernel (kernels.crispr.small_job), never Numba; crispr() decides
+    _rows: Memo = field(default_factory=Memo, init=False, compare=False, repr=False)  # per guide range
 
     def small_enough(self) -> bool:
         """Whether this CPU job's work is below kernels.crispr.small_job's line (Numba's start costs more)."""
@@ -69,18 +69,15 @@ class CrisprJob:
         The job reaches a worker once and its tasks share it (engine.shared), so
         every chunk and task of a guide range gets the same GuideRows object: the
         CUDA launcher keeps the rows' device words on it (kernels/crispr/cuda.py).
-        Task threads ask at once; the lock makes them build it once.
+        Task threads ask at once; the Memo builds it once.
         """
-        key = (guide_range.start, guide_range.stop)
-        with _ROWS_LOCK:
-            cache = self.__dict__.setdefault("_rows_cache", {})
-            if key not in cache:
-                table, lengths = self.guide_masks
-                chosen = slice(guide_range.start, guide_range.stop)
-                cache[key] = orient_guides(table[chosen], self.limits[chosen], self.pam_masks, self.pam_side,
-                                           self.strands, guide_indices=np.arange(guide_range.start, guide_range.stop),
-                                           lengths=lengths[chosen])
-            return cache[key]
+        def orient() -> GuideRows:
+            table, lengths = self.guide_masks
+            chosen = slice(guide_range.start, guide_range.stop)
+            return orient_guides(table[chosen], self.limits[chosen], self.pam_masks, self.pam_side, self.strands,
+                                 guide_indices=np.arange(guide_range.start, guide_range.stop), lengths=lengths[chosen])
+
+        return self._rows.get((guide_range.start, guide_range.stop), orient)
 
     def __getstate__(self) -> dict:
         """Only the fields travel to the workers: each worker builds its own caches."""

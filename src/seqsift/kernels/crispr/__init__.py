@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...alphabet import reverse_complement_mask_rows, reverse_complement_masks
+from ...alphabet import reverse_complement_masks
+from ...memo import Memo
+from ...patterns import orient_rows
 
 BACKENDS = ("cpu", "cuda")
 BULGE_NONE, BULGE_DNA, BULGE_RNA = 0, 1, 2
@@ -77,7 +79,7 @@ class GuideRows:
     guide_index: np.ndarray
     pam_masks: np.ndarray
     pam_right: np.ndarray
-    on_device: dict = field(default_factory=dict, compare=False, repr=False)
+    on_device: Memo = field(default_factory=Memo, compare=False, repr=False)
 
     @property
     def rows(self) -> int:
@@ -143,20 +145,18 @@ def orient_guides(guide_masks, limits, pam_masks: np.ndarray, pam_side: int,
         raise ValueError(f"pam_side must be 3 or 5, not {pam_side!r}")
     forward, lengths = mask_table(guide_masks) if lengths is None else (np.asarray(guide_masks, dtype=np.uint8),
                                                                         np.asarray(lengths, dtype=np.int32))
-    guides, strand_list = len(lengths), list(strands)
+    guides = len(lengths)
     indices = np.arange(guides) if guide_indices is None else np.asarray(guide_indices)
     width = max(int(lengths.max(initial=0)), 1)  # the longest of these guides (a job's table may be wider)
     forward = np.pad(forward[:, :width], ((0, 0), (0, max(width - forward.shape[1], 0))))
-    oriented = {0: forward, 1: reverse_complement_mask_rows(forward, lengths)}
-    table = np.stack([oriented[s] for s in strand_list], axis=1).reshape(guides * len(strand_list), -1)
-    per_row = lambda values, dtype: np.repeat(np.asarray(values, dtype=dtype), len(strand_list))  # noqa: E731
+    table, row_lengths, guide_index, strand = orient_rows(forward, lengths, strands, indices)
+    limit = np.repeat(np.asarray(list(limits)[:guides], dtype=np.int16), len(strands))
     pam = np.asarray(pam_masks, dtype=np.uint8)
     # + strand: the PAM is right of the guide for a 3' PAM; - strand: mirrored.
     pam_right = np.array([pam_side == 3, pam_side != 3])
-    return GuideRows(masks=table.astype(np.uint8), lengths=per_row(lengths, np.int32),
-                     strand=np.tile(np.asarray(strand_list, dtype=np.int8), guides),
-                     limit=per_row(list(limits)[:guides], np.int16), guide_index=per_row(indices, np.int32),
-                     pam_masks=np.stack([pam, reverse_complement_masks(pam)]), pam_right=pam_right)
+    return GuideRows(masks=table.astype(np.uint8), lengths=row_lengths, strand=strand, limit=limit,
+                     guide_index=guide_index, pam_masks=np.stack([pam, reverse_complement_masks(pam)]),
+                     pam_right=pam_right)
 
 
 def site_halo(rows: GuideRows, dna_bulge: int) -> int:

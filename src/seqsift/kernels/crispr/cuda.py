@@ -10,8 +10,6 @@ kernel. CuPy is imported inside the functions only.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from . import CUDA_MAX_GUIDE, GuideRows, SiteHits
@@ -20,7 +18,6 @@ THREADS = 256
 ROWS_PER_BLOCK = 256  # as in crispr.cu
 INITIAL_CAPACITY = 1 << 16
 NIBBLES = 16  # bases per 64-bit half of a row's word
-_UPLOAD_LOCK = threading.Lock()  # task threads share the rows and their device copies
 
 
 def guide_words(rows: GuideRows, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,26 +40,26 @@ def _device_rows(rows: GuideRows, strand: int, length: int):
     """
     import cupy
 
-    key = (cupy.cuda.runtime.getDevice(), "check", strand, length)
-    with _UPLOAD_LOCK:
-        if key not in rows.on_device:
-            ids = np.flatnonzero((rows.strand == strand) & (rows.lengths == length)).astype(np.int32)
-            low, high = guide_words(rows, ids)
-            rows.on_device[key] = (ids, cupy.asarray(low), cupy.asarray(high),
-                                   cupy.asarray(rows.limit[ids].astype(np.int16)), cupy.asarray(ids))
-            cupy.cuda.get_current_stream().synchronize()  # complete before any thread's stream reads them
-        return rows.on_device[key]
+    def upload():
+        ids = np.flatnonzero((rows.strand == strand) & (rows.lengths == length)).astype(np.int32)
+        low, high = guide_words(rows, ids)
+        words = (ids, cupy.asarray(low), cupy.asarray(high), cupy.asarray(rows.limit[ids].astype(np.int16)),
+                 cupy.asarray(ids))
+        cupy.cuda.get_current_stream().synchronize()  # complete before any thread's stream reads them
+        return words
+
+    return rows.on_device.get((cupy.cuda.runtime.getDevice(), "check", strand, length), upload)
 
 
 def _device_pam(rows: GuideRows, strand: int):
     import cupy
 
-    key = (cupy.cuda.runtime.getDevice(), "pam", strand)
-    with _UPLOAD_LOCK:
-        if key not in rows.on_device:
-            rows.on_device[key] = cupy.asarray(rows.pam_masks[strand], dtype=cupy.uint8)
-            cupy.cuda.get_current_stream().synchronize()
-        return rows.on_device[key]
+    def upload():
+        pam = cupy.asarray(rows.pam_masks[strand], dtype=cupy.uint8)
+        cupy.cuda.get_current_stream().synchronize()
+        return pam
+
+    return rows.on_device.get((cupy.cuda.runtime.getDevice(), "pam", strand), upload)
 
 
 def _candidates(module, text, n: int, pam_device):
