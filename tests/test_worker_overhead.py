@@ -8,7 +8,7 @@
   threads;
 * a window in the genome cache: ``Reference.cached_range`` names the bytes
   ``read`` returns (record boundaries, the last record), and
-  ``kernels.cuda.read_file_into`` reads them into a buffer;
+  ``io.genome_cache.read_file_into`` reads them into a buffer;
 * ``engine.task.read_chunk`` on a GPU worker hands the upload a file range
   for a cached window and the array for one that is not (the upload is
   replaced by a host stand-in: no GPU here; tests/test_gpu_pipeline.py runs
@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 import seqsift.patterns as patterns_module
+from seqsift.io import genome_cache
 from seqsift.io.reference import open_reference
 from seqsift.kernels import cuda as kernels_cuda
 from seqsift.partitioning import Chunk
@@ -176,7 +177,7 @@ def test_cached_range_names_the_bytes_read_returns(cached_reference, record, sta
     fd = os.open(path, os.O_RDONLY)
     try:
         buffer = np.full(end - start, 0xAA, np.uint8)
-        kernels_cuda.read_file_into(fd, buffer, offset)
+        genome_cache.read_file_into(fd, buffer, offset)
         assert buffer.tobytes().decode() == records[record][1][start:end]
     finally:
         os.close(fd)
@@ -188,10 +189,10 @@ def test_read_file_into_stops_at_the_end_of_the_file(tmp_path):
     fd = os.open(path, os.O_RDONLY)
     try:
         buffer = np.zeros(4, np.uint8)
-        kernels_cuda.read_file_into(fd, buffer, 6)
+        genome_cache.read_file_into(fd, buffer, 6)
         assert buffer.tobytes() == b"6789"
         with pytest.raises(EOFError):
-            kernels_cuda.read_file_into(fd, np.zeros(5, np.uint8), 6)
+            genome_cache.read_file_into(fd, np.zeros(5, np.uint8), 6)
     finally:
         os.close(fd)
 
@@ -220,7 +221,7 @@ def host_upload(monkeypatch):
             data = np.empty(raw.length, np.uint8)
             fd = os.open(raw.path, os.O_RDONLY)
             try:
-                kernels_cuda.read_file_into(fd, data, raw.offset)
+                genome_cache.read_file_into(fd, data, raw.offset)
             finally:
                 os.close(fd)
             raw = data

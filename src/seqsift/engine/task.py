@@ -219,12 +219,12 @@ def _complete(reference, chunk, window: ChunkWindow, need_raw: bool, on_device: 
 
 
 def _cached_range(reference, chunk):
-    """The window as a ``kernels.cuda.FileRange`` of the genome cache file, or None (not in one)."""
+    """The window as an ``io.genome_cache.FileRange`` of the genome cache file, or None (not in one)."""
     cached_range = getattr(reference, "cached_range", None)
     where = cached_range(chunk.record_index, chunk.read_start, chunk.owned_end) if cached_range else None
     if where is None:
         return None
-    from ..kernels.cuda import FileRange
+    from ..io.genome_cache import FileRange
 
     return FileRange(where[0], where[1], chunk.owned_end - chunk.read_start)
 

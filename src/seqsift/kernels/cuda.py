@@ -17,13 +17,14 @@ never import it.
 """
 from __future__ import annotations
 
-import os
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from ..io.genome_cache import FileRange
 
 KERNEL_DIR = Path(__file__).parent
 _lock = threading.Lock()
@@ -79,15 +80,6 @@ WINDOW_ALIGN = 256
 """Byte alignment of every window's device array (the Hamming kernels read 16-byte vectors)."""
 SLAB_BYTES = 1 << 30
 """Device bytes reserved at a time for the windows' arrays (see ``_WindowSlabs``)."""
-
-
-class FileRange:
-    """``length`` bytes at ``offset`` of the file at ``path``: a window stored as it is (in the genome cache)."""
-
-    __slots__ = ("path", "offset", "length")
-
-    def __init__(self, path: str, offset: int, length: int):
-        self.path, self.offset, self.length = path, int(offset), int(length)
 
 
 _staging_lock = threading.Lock()
@@ -235,29 +227,11 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
 @contextmanager
 def _filler(source):
     """``fill(buffer, first)``: puts the source's bytes ``[first, first + len(buffer))`` into ``buffer``."""
-    if not isinstance(source, FileRange):
-        yield lambda buffer, first: np.copyto(buffer, source[first:first + buffer.size])
+    if isinstance(source, FileRange):
+        with source.reader() as fill:  # the file's own reads live in seqsift.io
+            yield fill
         return
-    fd = os.open(source.path, os.O_RDONLY)
-    try:
-        yield lambda buffer, first: read_file_into(fd, buffer, source.offset + first)
-    finally:
-        os.close(fd)
-
-
-def read_file_into(fd: int, buffer: np.ndarray, offset: int) -> None:
-    """Fill ``buffer`` (a writable uint8 array) with the file's bytes from ``offset``; EOFError if the file ends first.
-
-    ``os.preadv`` writes into the buffer directly (no temporary bytes) and
-    releases the GIL while the kernel copies from the page cache.
-    """
-    view = memoryview(buffer).cast("B")
-    done = 0
-    while done < len(view):
-        got = os.preadv(fd, [view[done:]], offset + done)
-        if got == 0:
-            raise EOFError(f"file ends {len(view) - done} bytes short of a window read at offset {offset}")
-        done += got
+    yield lambda buffer, first: np.copyto(buffer, source[first:first + buffer.size])
 
 
 @lru_cache(maxsize=None)
