@@ -21,7 +21,6 @@ code calling :func:`main` gets its exit status back as before.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import re
 import shlex
@@ -33,6 +32,8 @@ from importlib import resources
 
 from . import __version__, kernels
 from .argtypes import positive_int
+from .console import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED,  # noqa: F401
+                      discard_standard_output, exit_now)
 from .engine import note, search
 from .engine.job import MODES
 from .errors import InputError
@@ -41,10 +42,6 @@ from .crispr.cli import add_crispr_parser
 from .screen_cli import add_screen_parser
 from .server import add_serve_parser
 
-EXIT_BAD_INPUT = 2
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report grep or cat writing to a closed pipe
 
 
 def _gpu_list(text: str) -> list[int]:
@@ -208,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         print("seqsift: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        _discard_standard_output()
+        discard_standard_output()
         return EXIT_BROKEN_PIPE
     except OSError as err:  # disk full, permission lost mid-job, ...
         print(f"seqsift: error: {err}", file=sys.stderr)
@@ -223,51 +220,6 @@ def console_main() -> None:
     """The ``seqsift`` command run in this process (console.py sends it to a server first, if one
     listens): :func:`main` with the command line's arguments, then :func:`exit_now`."""
     exit_now(main())
-
-
-def exit_now(code: int) -> None:
-    """End this process with status ``code`` as soon as what it wrote is out, skipping the teardown.
-
-    When :func:`main` returns, the job is over: its output is written, closed
-    and renamed into place, its lock released, the cluster it started shut
-    down and its worker processes gone. What a normal exit would still do is
-    finalise the interpreter: join threads, run the ``atexit`` handlers, then
-    free every module's objects one by one (CuPy's, Numba's, pandas', Dask's):
-    0.7-0.9 s on the H100 after a 3 Gbp job, 0.2-0.3 s on a 2-core CPU
-    machine after a small one, where the ``atexit`` handlers took under 5 ms
-    of it (benchmarks/bench_startup.py measures the exit). Here the ``atexit``
-    handlers still run (they remove temporary folders, flush logs, end
-    multiprocessing's helpers), the standard streams are flushed, and
-    ``os._exit`` ends the process; threads still running are daemons
-    (Dask's, the progress bar's), which a normal exit does not wait for
-    either. A reader gone from standard output at this last flush gives 141,
-    and a flush that fails otherwise (disk full) a one-line error and 1, as
-    anywhere else in a run.
-    """
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = code or EXIT_BROKEN_PIPE
-    except (OSError, ValueError) as err:  # disk full; stdout closed by the caller
-        print(f"seqsift: error: writing standard output: {err}", file=sys.stderr)
-        code = code or EXIT_FAILED
-    try:
-        sys.stderr.flush()
-    except (OSError, ValueError):  # nowhere left to say anything
-        pass
-    os._exit(code)
-
-
-def _discard_standard_output() -> None:
-    """Point standard output at /dev/null: the interpreter's final flush of what is still
-    buffered would otherwise meet the closed pipe again and print "Exception ignored"."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # stdout replaced by something without a descriptor
-        pass
 
 
 def _one_line(err: BaseException, limit: int = 300) -> str:

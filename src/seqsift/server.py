@@ -47,13 +47,14 @@ import threading
 import time
 from pathlib import Path
 
+from .console import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, discard_standard_output
+
 SOCKET_VARIABLE = "SEQSIFT_SERVER_SOCKET"
 """Overrides where the server listens (tests, or two servers for two GPU sets)."""
 SERVED_COMMANDS = ("search", "crispr", "screen")
 OWN_CLUSTER_OPTIONS = ("--scheduler", "--scheduler-file", "--gpus", "--workers")
 DEFAULT_IDLE_MINUTES = 30.0
 _FRAME = struct.Struct("<cI")  # kind (b"O" stdout, b"E" stderr, b"X" exit status), payload length
-EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_FAILED = 130, 141, 1
 
 
 def socket_path() -> Path:
@@ -132,10 +133,7 @@ def _relay(connection: socket.socket) -> int:
             stream.flush()
         except BrokenPipeError:  # `seqsift search ... | head`: stop the job, stay quiet
             connection.close()
-            try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except OSError:
-                pass
+            discard_standard_output()
             return EXIT_BROKEN_PIPE
 
 
