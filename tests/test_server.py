@@ -112,15 +112,26 @@ def test_bad_input_ends_in_the_same_line_and_status_as_a_local_run(server, tmp_p
     assert server.status()["jobs"] == 2
 
 
-def test_a_caller_that_stops_reading_interrupts_its_job_and_the_server_goes_on(server, tmp_path):
+@pytest.fixture
+def long_job(tmp_path):
+    """(reference, patterns) of a search that writes hits to stdout for a while: two letters, hits everywhere."""
     rng = random.Random(9)
-    genome = "".join(rng.choice("AC") for _ in range(400_000))  # two letters: hits everywhere
+    genome = "".join(rng.choice("AC") for _ in range(400_000))
     reference = write_fasta(tmp_path / "big.fa", [("chr1", genome)])
     patterns = tmp_path / "many.txt"
     patterns.write_text("".join(genome[s:s + 16] + "\n" for s in range(0, 300_000, 997)))
-    caller = subprocess.Popen(seqsift_command("search", reference, patterns, "-k", "4", "--backend", "cpu",
-                                              "--mode", "ends", "--no-progress"),
-                              env=_env(server.socket), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return reference, patterns
+
+
+def start_long_job(server, reference, patterns) -> subprocess.Popen:
+    return subprocess.Popen(seqsift_command("search", reference, patterns, "-k", "4", "--backend", "cpu",
+                                            "--mode", "ends", "--no-progress"),
+                            env=_env(server.socket), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_caller_that_stops_reading_interrupts_its_job_and_the_server_goes_on(server, long_job, tmp_path):
+    reference, patterns = long_job
+    caller = start_long_job(server, reference, patterns)
     assert caller.stdout.readline()  # the job runs and writes
     caller.send_signal(signal.SIGINT)
     assert caller.wait(timeout=120) == 130
@@ -131,15 +142,9 @@ def test_a_caller_that_stops_reading_interrupts_its_job_and_the_server_goes_on(s
     assert (tmp_path / "after.tsv").read_text().count("\n") > 300
 
 
-def test_a_reader_that_goes_away_ends_the_caller_quietly_with_141(server, tmp_path):
-    rng = random.Random(10)
-    genome = "".join(rng.choice("AC") for _ in range(400_000))
-    reference = write_fasta(tmp_path / "big.fa", [("chr1", genome)])
-    patterns = tmp_path / "many.txt"
-    patterns.write_text("".join(genome[s:s + 16] + "\n" for s in range(0, 300_000, 997)))
-    caller = subprocess.Popen(seqsift_command("search", reference, patterns, "-k", "4", "--backend", "cpu",
-                                              "--mode", "ends", "--no-progress"),
-                              env=_env(server.socket), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_a_reader_that_goes_away_ends_the_caller_quietly_with_141(server, long_job):
+    reference, patterns = long_job
+    caller = start_long_job(server, reference, patterns)
     assert caller.stdout.readline()  # like `| head -1`: read a line, then stop reading
     caller.stdout.close()
     assert caller.wait(timeout=120) == 141
