@@ -91,21 +91,27 @@ def counting_rows(monkeypatch) -> list[int]:
     return calls
 
 
-def test_oriented_batch_is_built_once_per_range_across_threads(monkeypatch):
-    calls = counting_rows(monkeypatch)
-    patterns = PatternSet(("a", "b", "c"), ("ACGT", "GGNA", "TTTTC"))
-    start = threading.Barrier(4)
+def all_at_once(call, threads: int = 4) -> list:
+    """``call()``'s results from ``threads`` threads released together (as a worker's task threads start)."""
+    start = threading.Barrier(threads)
     got = []
 
     def task():
         start.wait()
-        got.append(patterns.oriented(range(0, 3), (0, 1)))
+        got.append(call())
 
-    threads = [threading.Thread(target=task) for _ in range(4)]
-    for t in threads:
+    workers = [threading.Thread(target=task) for _ in range(threads)]
+    for t in workers:
         t.start()
-    for t in threads:
+    for t in workers:
         t.join()
+    return got
+
+
+def test_oriented_batch_is_built_once_per_range_across_threads(monkeypatch):
+    calls = counting_rows(monkeypatch)
+    patterns = PatternSet(("a", "b", "c"), ("ACGT", "GGNA", "TTTTC"))
+    got = all_at_once(lambda: patterns.oriented(range(0, 3), (0, 1)))
     assert len(calls) == 1 and all(b is got[0] for b in got)
     other = patterns.oriented(range(1, 3), (0, 1))
     assert len(calls) == 2 and other.rows == 4
@@ -126,22 +132,12 @@ def test_a_pickled_pattern_set_rebuilds_the_same_batch(monkeypatch):
 def test_derived_is_built_once_per_key_across_threads():
     batch = PatternSet(("a",), ("ACGT",)).oriented(range(1), (0, 1))
     built = []
-    start = threading.Barrier(4)
-    got = []
 
     def build():
         built.append(1)
         return object()
 
-    def task():
-        start.wait()
-        got.append(batch.derived(("peq", 0), build))
-
-    threads = [threading.Thread(target=task) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    got = all_at_once(lambda: batch.derived(("peq", 0), build))
     assert len(built) == 1 and all(value is got[0] for value in got)
     assert batch.derived(("peq", 1), build) is not got[0] and len(built) == 2
 
