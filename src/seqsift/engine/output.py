@@ -5,7 +5,7 @@ it into place only when the job has finished, so a failed or interrupted job
 never leaves a half-written output file. Standard output is streamed.
 
 A search's writer (:class:`HitWriter`) encodes on a thread of its own
-(:class:`_WriteThread`), fed through a bounded queue: looking names up,
+(``background.BackgroundWrites``), fed through a bounded queue: looking names up,
 Arrow's CSV writer and Parquet encoding release the GIL, so the output is
 written while the search goes on, and only the last rows' write remains
 when the last task ends. An error there ends the job at the client's next
@@ -14,12 +14,10 @@ write or at :meth:`TableWriter.close`, as if it had been raised in place.
 from __future__ import annotations
 
 import os
-import queue
 import secrets
 import shutil
 import stat
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +26,7 @@ import pandas as pd
 from ..errors import InputError
 from ..patterns import STRAND_SYMBOLS
 from . import stages
+from .background import BackgroundWrites
 
 FORMATS = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
 DATASET_PART_ROWS = 4_000_000
@@ -138,7 +137,7 @@ class TableWriter:
                 self._stream = open(self._temp, "wb")
         if self.format == "tsv":
             self._stream.write(("\t".join(columns) + "\n").encode())
-        self._thread = _WriteThread() if background else None
+        self._thread = BackgroundWrites(WRITE_QUEUE, "seqsift-writer") if background else None
 
     def _hand_over(self, rows: int, write, *args) -> None:
         """Count ``rows`` and run ``write(*args)``: now, or queued for the writer thread."""
@@ -283,57 +282,6 @@ class HitWriter(TableWriter):
             arrays = {"chrom": arrays["record"], "start": start, "end": arrays["end"], "name": arrays["pattern"],
                       "score": arrays["distance"], "strand": arrays["strand"]}
         return pa.table(arrays)
-
-
-class _WriteThread:
-    """Runs writes in the order handed over, on a thread of their own.
-
-    The queue holds at most ``WRITE_QUEUE`` writes (the client waits past
-    that). After the first write that fails, the rest are skipped, and the
-    failure is raised in the client's thread: at its next :meth:`submit`, or
-    at :meth:`finish`. :meth:`cancel` skips what is queued (a failed job).
-    """
-
-    def __init__(self):
-        self._queue: queue.Queue = queue.Queue(WRITE_QUEUE)
-        self._failure: BaseException | None = None
-        self._cancelled = False
-        self._thread = threading.Thread(target=self._run, name="seqsift-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, write, *args) -> None:
-        self._raise_failure()
-        self._queue.put((write, args))
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if self._failure is None and not self._cancelled:
-                write, args = item
-                try:
-                    write(*args)
-                except BaseException as err:  # noqa: BLE001 (raised in the client's thread)
-                    self._failure = err
-
-    def _stop(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            raise self._failure
-
-    def finish(self) -> None:
-        """Wait for every write handed over; raise what one failed with."""
-        self._stop()
-        self._raise_failure()
-
-    def cancel(self) -> None:
-        """Skip the writes still queued and wait for the one under way (its error is dropped)."""
-        self._cancelled = True
-        self._stop()
 
 
 OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern": object,

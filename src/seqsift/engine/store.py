@@ -46,7 +46,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import re
 import shutil
 import tempfile
@@ -56,6 +55,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
+from .background import BackgroundWrites
 
 MANIFEST = "manifest.json"
 TASK_FILE = re.compile(r"task-(\d+)-(\d+)(?:\.([0-9a-f]{64}))?\.arrow")
@@ -166,11 +166,8 @@ class TaskStore:
         self._files: dict[tuple[int, int], Path] = {}   # saved (or found whole on resume) -> its file
         self._written: set[tuple[int, int]] = set()      # saved by this job: read back without a check
         self._lock = threading.Condition()   # guards _files and _pending; notified as each save ends
-        self._saver: threading.Thread | None = None
-        self._queue: queue.Queue = queue.Queue(SAVE_QUEUE)
+        self._saver: BackgroundWrites | None = None
         self._pending: set[tuple[int, int]] = set()     # handed to the saver, not yet on disk
-        self._failure: BaseException | None = None      # what the saver failed with
-        self._cancelled = False
         manifest_exists = (self.directory / MANIFEST).exists()
         saved = read_manifest(self.directory)
         if resume and saved is not None:
@@ -261,48 +258,39 @@ class TaskStore:
 
         ``rows`` must not change afterwards. Raises what an earlier save failed with.
         """
-        self._raise_failure()
         if self._saver is None:
-            self._saver = threading.Thread(target=self._save_queued, name="seqsift-task-saver", daemon=True)
-            self._saver.start()
+            self._saver = BackgroundWrites(SAVE_QUEUE, "seqsift-task-saver")
         with self._lock:
             self._pending.add(key)
-        self._queue.put((key, rows))
+        try:
+            self._saver.submit(self._save_pending, key, rows)
+        except BaseException:
+            with self._lock:
+                self._pending.discard(key)
+            raise
 
-    def _save_queued(self) -> None:
-        while True:
-            item = self._queue.get()
-            try:
-                if item is None:
-                    return
-                key, rows = item
-                if self._failure is None and not self._cancelled:
-                    try:
-                        self.save(key, rows)
-                    except BaseException as err:  # noqa: BLE001 (raised in the client's thread)
-                        self._failure = err
-            finally:
-                if item is not None:
-                    with self._lock:
-                        self._pending.discard(item[0])
-                        self._lock.notify_all()
-                self._queue.task_done()
+    def _save_pending(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
+        try:
+            self.save(key, rows)
+        finally:
+            with self._lock:
+                self._pending.discard(key)
+                self._lock.notify_all()
 
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            raise self._failure
+    def _saver_failed(self) -> bool:
+        return self._saver is not None and self._saver.failure is not None
 
     def wait_saved(self) -> None:
         """Wait until every task handed to :meth:`save_soon` is on disk; raise what a save failed with."""
         if self._saver is not None:
-            self._queue.join()
-        self._raise_failure()
+            self._saver.wait()
 
-    def _stop_saver(self) -> None:
-        """End the saver thread, dropping the tasks still queued if cancelled (the output is in place)."""
+    def _stop_saver(self, cancel: bool = False) -> None:
+        """End the saver thread, after the tasks still queued (or dropping them, with ``cancel``)."""
         if self._saver is not None:
-            self._queue.put(None)
-            self._saver.join()
+            self._saver.cancel() if cancel else self._saver.stop()
+            with self._lock:
+                self._lock.notify_all()  # a load waiting on a dropped task sees the saver gone
             self._saver = None
 
     def _read(self, key: tuple[int, int], path: Path) -> pd.DataFrame:
@@ -324,17 +312,17 @@ class TaskStore:
         crash came between: the kernel's copy is whole); one found on resume
         was checked when the store opened, and is checked again.
         """
-        with self._lock:
-            self._lock.wait_for(lambda: key not in self._pending)
-        self._raise_failure()
+        with self._lock:  # a save skipped after another failed leaves its key pending: the failure ends the wait
+            self._lock.wait_for(lambda: key not in self._pending or self._saver is None or self._saver_failed())
+        if self._saver_failed():
+            raise self._saver.failure
         with self._lock:
             path, ours = self._files[key], key in self._written
         return frame_of_arrow(path.read_bytes())[0] if ours else self._read(key, path)
 
     def remove(self) -> None:
         """Delete the folder (the output is in place): tasks still waiting to be saved are dropped."""
-        self._cancelled = True
-        self._stop_saver()
+        self._stop_saver(cancel=True)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def tell_how_to_resume(self, note) -> None:
