@@ -179,8 +179,11 @@ class FrameCollector:
             self.count += len(rows)
 
     def frame(self) -> pd.DataFrame:
-        if not self.parts:
-            return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS})
+        if not self.parts:  # text columns of the dtype pandas gives strs, as when there are rows
+            from .task import text_dtype
+
+            return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS}).astype(
+                {c: text_dtype() for c in COLUMNS if DTYPES[c] is object})
         return pd.concat(self.parts, ignore_index=True)
 
 

@@ -135,7 +135,7 @@ def sort_rows(frame: pd.DataFrame) -> pd.DataFrame:
         order = np.lexsort(columns[::-1])
         if (order[1:] > order[:-1]).all():
             return frame.reset_index(drop=True)
-    elif (key[1:] > key[:-1]).all():
+    elif (key[1:] >= key[:-1]).all():
         return frame.reset_index(drop=True)
     else:
         order = np.argsort(key, kind="stable")
@@ -143,7 +143,17 @@ def sort_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def empty_rows() -> pd.DataFrame:
-    return pd.DataFrame({name: np.empty(0, dtype=dtype) for name, dtype in ROW_DTYPES.items()})
+    """No rows, each column of the dtype rows have (text: :func:`text_dtype`).
+
+    An empty object column would turn every text column it is concatenated
+    with (a group's other tasks) into Python objects, and the job's frame
+    would have object or str columns depending on how it was cut in chunks.
+    """
+    import pyarrow as pa
+
+    no_text = _text_column(pa.array([], type=pa.large_string()))
+    return pd.DataFrame({name: no_text if dtype is object else np.empty(0, dtype=dtype)
+                         for name, dtype in ROW_DTYPES.items()})
 
 
 def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hits) -> pd.DataFrame:
@@ -395,13 +405,18 @@ def _in_hit_order(strings, hit_of: np.ndarray, count: int):
     return strings.take(pa.array(position))
 
 
+def text_dtype():
+    """The dtype pandas gives a column of Python strs: pandas 3's Arrow-backed ``str``, or object before it."""
+    return pd.Series(np.array([""], dtype=object)).dtype
+
+
 def _text_column(strings):
-    """An Arrow string array as the column pandas makes of Python strs, built without them.
+    """An Arrow string array as the column pandas makes of Python strs (:func:`text_dtype`), built without them.
 
     pandas 3 keeps strs as Arrow strings: the array goes in as it is. Other
     pandas versions (object columns) get Python strs.
     """
-    dtype = pd.Series(np.array([""], dtype=object)).dtype
+    dtype = text_dtype()
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
         return pd.arrays.ArrowStringArray(strings, dtype=dtype)
     return strings.to_numpy(zero_copy_only=False)

@@ -120,7 +120,7 @@ class SiteHits:
         key = packed_key([self.start, self.length, self.row])
         if key is None:
             order = np.lexsort((self.row, self.length, self.start))
-        elif (key[1:] > key[:-1]).all():
+        elif (key[1:] >= key[:-1]).all():
             return self
         else:
             order = np.argsort(key)  # NumPy's quicksort: distinct keys (the usual case) need no stable sort
