@@ -43,7 +43,6 @@ class CrisprJob:
     backend: str
     small: bool = False        # run the NumPy kernel (kernels.crispr.small_job), never Numba; crispr() decides
     _rows: Memo = field(default_factory=Memo, init=False, compare=False, repr=False)  # per guide range
-    _tables: Memo = field(default_factory=Memo, init=False, compare=False, repr=False)  # per guide range
 
     def small_enough(self) -> bool:
         """Whether this CPU job's work is below kernels.crispr.small_job's line (Numba's start costs more)."""
@@ -64,6 +63,20 @@ class CrisprJob:
         """Every guide's IUPAC masks, a zero-padded (guides, L_max) table, and the lengths."""
         return pattern_mask_rows(self.guides.sequences)
 
+    @cached_property
+    def guide_rejects(self) -> np.ndarray:
+        """Per guide and position, the base bits (task._base_bits) a site base must not have to match: the
+        complement of the letter's IUPAC mask within 0x1F (0x10: a letter other than A/C/G/T)."""
+        return ~self.guide_masks[0] & np.uint8(0x1F)
+
+    @cached_property
+    def aligned_strings(self):
+        """Each guide as given with the PAM on its side (guide_aligned without a DNA bulge), as Arrow strings."""
+        import pyarrow as pa
+
+        return pa.array([g + self.pam if self.pam_side == 3 else self.pam + g for g in self.guides.sequences],
+                        type=pa.large_string())
+
     def rows(self, guide_range: range) -> GuideRows:
         """The oriented rows of ``guide_range``, built once per job object and range.
 
@@ -79,10 +92,6 @@ class CrisprJob:
                                  guide_indices=np.arange(guide_range.start, guide_range.stop), lengths=lengths[chosen])
 
         return self._rows.get((guide_range.start, guide_range.stop), orient)
-
-    def guide_tables(self, first: int, stop: int) -> "_GuideTables":
-        """What the sites of guides [first, stop) take from their guides (task._GuideTables), built once per range."""
-        return self._tables.get((first, stop), lambda: _GuideTables(self, first, stop))
 
     def __getstate__(self) -> dict:
         """Only the fields travel to the workers: each worker builds its own caches."""
@@ -172,8 +181,6 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hit
         return empty_rows()
     strand = rows.strand[hits.row]
     guide = rows.guide_index[hits.row]
-    first_guide = int(rows.guide_index.min())
-    tables = job.guide_tables(first_guide, int(rows.guide_index.max()) + 1)
     cfd = np.full(count, np.nan)
     mit = np.full(count, np.nan)
     sites, site_hits = [], []
@@ -184,8 +191,8 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hit
             at = length - at - size
         elif minus and kind == BULGE_DNA:
             at = length - at
-        site, aligned, shape_cfd, shape_mit = _shape_bytes(job, tables, raw, hits.start[chosen],
-                                                           guide[chosen] - first_guide, at, kind, size, length, minus)
+        site, aligned, shape_cfd, shape_mit = _shape_bytes(job, raw, hits.start[chosen], guide[chosen], at, kind,
+                                                           size, length, minus)
         sites.append(site)
         site_hits.append(chosen)
         if aligned is not None:
@@ -194,8 +201,8 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hit
         if shape_cfd is not None:
             cfd[chosen], mit[chosen] = shape_cfd, shape_mit
     site_strings = _in_hit_order(_arrow_strings(sites), np.concatenate(site_hits), count)
-    aligned_index = (guide - first_guide).astype(np.int64)  # into tables.aligned_strings, then the gapped ones
-    candidates = tables.aligned_strings
+    aligned_index = guide.astype(np.int64)  # into job.aligned_strings, then the gapped ones
+    candidates = job.aligned_strings
     if gapped:
         gapped_order = np.concatenate(gapped_hits)
         aligned_index[gapped_order] = len(candidates) + np.arange(len(gapped_order))
@@ -266,8 +273,8 @@ def _base_bits(letters: np.ndarray) -> np.ndarray:
 _PLUS_BITS, _MINUS_BITS = _base_bits(_UPPER), _base_bits(_UPPER_COMPLEMENT)
 
 
-def _shape_bytes(job: CrisprJob, tables: "_GuideTables", raw: np.ndarray, starts: np.ndarray, guides: np.ndarray,
-                 at: np.ndarray, kind: int, size: int, length: int, minus: bool):
+def _shape_bytes(job: CrisprJob, raw: np.ndarray, starts: np.ndarray, guides: np.ndarray, at: np.ndarray,
+                 kind: int, size: int, length: int, minus: bool):
     """One shape's sites: (site, guide_aligned, cfd, mit); site a byte matrix, one row a site.
 
     ``site``: the genome bases in the guide's orientation, upper case, a base
@@ -275,14 +282,14 @@ def _shape_bytes(job: CrisprJob, tables: "_GuideTables", raw: np.ndarray, starts
     A/C/G/T) in lower case, ``-`` over the guide bases of an RNA bulge;
     ``guide_aligned``: with a DNA bulge a byte matrix, the guide with ``-``
     over the genome's extra bases, else None (each site shows its guide as
-    given: tables.aligned_strings). Both carry the PAM on its side. ``guides``:
-    indices into ``tables``; ``at``: the columns before the bulge, counted
-    from the guide's 5' end. cfd and mit: None where undefined.
+    given: job.aligned_strings). Both carry the PAM on its side. ``at``: the
+    columns before the bulge, counted from the guide's 5' end. cfd and mit:
+    None where undefined.
 
     Each window is one row copy out of a sliding-window view of ``raw`` (no
-    index matrix), the byte tables are applied once, and a mismatch is found
-    with the bits a guide position rejects (tables.rejects): lower case is
-    upper case + 0x20 for the letters that can mismatch.
+    index matrix), each byte table is applied once, and a mismatch is a base
+    bit the guide position rejects (job.guide_rejects): lower case is upper
+    case + 0x20 for the letters, the only bytes that can mismatch.
     """
     pam_length = len(job.pam)
     span = length + size if kind == BULGE_DNA else length - size  # protospacer: the genome bases paired or bulged
@@ -295,83 +302,41 @@ def _shape_bytes(job: CrisprJob, tables: "_GuideTables", raw: np.ndarray, starts
     else:
         protospacer, pam = slice(pam_length, pam_length + columns), slice(0, pam_length)
         genome_protospacer, genome_pam = oriented[:, pam_length:], oriented[:, :pam_length]
-    if kind == BULGE_RNA:  # the bases from the bulge on move right by `size`; the gap itself is written last
+    if kind == BULGE_RNA:  # '-' passes the byte tables below as it is, and no guide position rejects it
         genome = np.empty((len(starts), pam_length + columns), dtype=np.uint8)
         genome[:, pam] = genome_pam
-        target = genome[:, protospacer]
-        target[:, size:] = genome_protospacer
-        np.copyto(target[:, :span], genome_protospacer, where=np.arange(span) < at[:, None])
+        _insert_gap(genome_protospacer, at, size, _GAP, genome[:, protospacer])
     else:
         genome = oriented
     site = np.take(_UPPER_COMPLEMENT if minus else _UPPER, genome)
     bits = np.take(_MINUS_BITS if minus else _PLUS_BITS, genome[:, protospacer])
+    rejects = job.guide_rejects[guides, :length]
     aligned = cfd = mit = None
-    if kind == BULGE_DNA:
-        rejects, aligned = tables.gapped(length, size)
-        rows_of = guides * length + at
-        rejects, aligned = rejects[rows_of], aligned[rows_of]
-    else:
-        rejects = tables.rejects(length)[guides]
+    if kind == BULGE_DNA:  # the genome's extra bases face a gap, which rejects nothing
+        rejects = _insert_gap(rejects, at, size, 0)
+        aligned = np.empty((len(starts), pam_length + columns), dtype=np.uint8)
+        aligned[:, pam] = np.frombuffer(job.pam.encode(), dtype=np.uint8)
+        _insert_gap(job.guide_letters[guides, :length], at, size, _GAP, aligned[:, protospacer])
     if kind == BULGE_NONE and scores_defined(length, job.pam, job.pam_side):
-        letters = tables.letters(length)[guides]
+        letters = job.guide_letters[guides, :length]
         cfd, mit = cfd_scores(letters, site[:, protospacer], site[:, pam]), mit_scores(letters, site[:, protospacer])
     site[:, protospacer] += ((bits & rejects) != 0).view(np.uint8) * _LOWER_CASE
-    if kind == BULGE_RNA:
-        gap_columns = protospacer.start + at[:, None] + np.arange(size)
-        site[np.repeat(np.arange(len(starts)), size), gap_columns.ravel()] = _GAP
     return site, aligned, cfd, mit
 
 
-class _GuideTables:
-    """What the sites of guides [first, stop) of a job take from their guides, per guide length, built once.
+def _insert_gap(rows: np.ndarray, at: np.ndarray, size: int, fill: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Each row with ``size`` columns of ``fill`` inserted before its column ``at[k]`` (into ``out``, returned).
 
-    ``rejects(L)``: per guide and position, the mask bits a site base must not
-    have (the complement of the guide letter's IUPAC mask); ``letters(L)``:
-    the guides' bytes; ``gapped(L, b)``: for a DNA bulge of b bases after
-    position ``at`` (row guide * L + at), the rejects (0 over the gap: the
-    genome's extra bases are never marked) and the guide_aligned bytes with
-    ``-`` over the gap and the PAM on its side; ``aligned_strings``: each
-    guide as given with its PAM, as Arrow strings.
+    Whole columns move, not single bytes: the row shifted right by ``size``,
+    then its columns before the gap put back where each row's mask says.
     """
-
-    def __init__(self, job: CrisprJob, first: int, stop: int):
-        self.job, self.first, self.stop = job, first, stop
-        self._built = Memo()
-
-    def letters(self, length: int) -> np.ndarray:
-        return self._built.get(("letters", length),
-                               lambda: np.ascontiguousarray(self.job.guide_letters[self.first:self.stop, :length]))
-
-    def rejects(self, length: int) -> np.ndarray:
-        return self._built.get(("rejects", length),
-                               lambda: ~self.job.guide_masks[0][self.first:self.stop, :length] & np.uint8(0x1F))
-
-    def gapped(self, length: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-        def build():
-            column = np.arange(length + size)[None, :]
-            at = np.arange(length)[:, None]
-            gap = (column >= at) & (column < at + size)
-            source = np.clip(np.where(column < at, column, column - size), 0, length - 1)  # (at, column)
-            letters = self.letters(length)[:, source]  # (guides, at, column)
-            letters[:, gap] = _GAP
-            rejects = self.rejects(length)[:, source]
-            rejects[:, gap] = 0
-            pam = np.broadcast_to(np.frombuffer(self.job.pam.encode(), dtype=np.uint8),
-                                  letters.shape[:2] + (len(self.job.pam),))
-            aligned = np.concatenate([letters, pam] if self.job.pam_side == 3 else [pam, letters], axis=2)
-            guides = self.stop - self.first
-            return rejects.reshape(guides * length, -1), aligned.reshape(guides * length, -1)
-
-        return self._built.get(("gapped", length, size), build)
-
-    @property
-    def aligned_strings(self):
-        import pyarrow as pa
-
-        pam, side = self.job.pam, self.job.pam_side
-        return self._built.get("aligned", lambda: pa.array(
-            [g + pam if side == 3 else pam + g for g in self.job.guides.sequences[self.first:self.stop]],
-            type=pa.large_string()))
+    count, width = rows.shape
+    if out is None:
+        out = np.empty((count, width + size), dtype=rows.dtype)
+    out[:, size:] = rows
+    np.copyto(out[:, :width], rows, where=np.arange(width) < at[:, None])
+    out[np.repeat(np.arange(count), size), (at[:, None] + np.arange(size)).ravel()] = fill
+    return out
 
 
 def _arrow_strings(matrices: list[np.ndarray]):
