@@ -160,7 +160,7 @@ def empty_rows() -> pd.DataFrame:
     """
     import pyarrow as pa
 
-    no_text = _text_column(pa.array([], type=pa.large_string()))
+    no_text = text_column(pa.array([], type=pa.large_string()))
     return pd.DataFrame({name: no_text if dtype is object else np.empty(0, dtype=dtype)
                          for name, dtype in ROW_DTYPES.items()})
 
@@ -215,10 +215,10 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hit
         "guide": guide,
         "strand": strand,
         "mismatches": hits.mismatches.astype(np.int16),
-        "bulge_type": _text_column(pa.array(BULGE_NAMES, type=pa.large_string()).take(pa.array(hits.bulge_type))),
+        "bulge_type": text_column(pa.array(BULGE_NAMES, type=pa.large_string()).take(pa.array(hits.bulge_type))),
         "bulge_size": hits.bulge_size.astype(np.int16),
-        "guide_aligned": _text_column(candidates.take(pa.array(aligned_index))),
-        "site": _text_column(site_strings),
+        "guide_aligned": text_column(candidates.take(pa.array(aligned_index))),
+        "site": text_column(site_strings),
         "cfd": cfd,
         "mit": mit,
     })
@@ -375,7 +375,7 @@ def text_dtype():
     return pd.Series(np.array([""], dtype=object)).dtype
 
 
-def _text_column(strings):
+def text_column(strings):
     """An Arrow string array as the column pandas makes of Python strs (:func:`text_dtype`), built without them.
 
     pandas 3 keeps strs as Arrow strings: the array goes in as it is. Other
