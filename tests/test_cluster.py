@@ -155,3 +155,75 @@ def test_no_port_warning_when_another_cluster_holds_8787(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.count("\n") > 1
+
+
+def _watch_connections(monkeypatch):
+    """Record, for every cluster a job starts, the thread that started it and whether it was shut down."""
+    import contextlib
+    import threading
+
+    import seqsift.cluster as cluster_module
+
+    started = []
+    real_connect = cluster_module.connect
+
+    @contextlib.contextmanager
+    def watched_connect(backend, **options):
+        entry = {"thread": threading.current_thread().name, "closed": False}
+        started.append(entry)
+        with real_connect(backend, **options) as client:
+            try:
+                yield client
+            finally:
+                entry["closed"] = True
+
+    monkeypatch.setattr(cluster_module, "connect", watched_connect)
+    return started
+
+
+def test_a_cluster_started_ahead_runs_the_job_it_was_started_for(tmp_path, monkeypatch, capsys):
+    """The one-GPU path (the cluster lives in this process, so it starts while the reference is
+    read), taken here by a CPU cluster of one worker: same hits as the oracle, and the cluster was
+    started on its own thread and shut down with the job."""
+    import seqsift.engine as engine
+    from naive_search import expected_rows
+
+    started = _watch_connections(monkeypatch)
+    monkeypatch.setattr(engine, "_backend_started_ahead", lambda backend, options: "cpu")
+    records, patterns = adversarial_genome(3)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    got = seqsift.search(str(reference), patterns, 2, metric="edit", backend="cpu", workers=1)
+    expected = expected_rows(records, patterns, 2, "edit", "best")
+    assert len(expected) > 10
+    pd.testing.assert_frame_equal(engine_frame(got).reset_index(drop=True),
+                                  engine_frame(expected).reset_index(drop=True), check_dtype=False)
+    assert started == [{"thread": "seqsift-cluster-start", "closed": True}]
+    assert "shutting down its cluster failed" not in capsys.readouterr().err  # closed from the job's thread
+
+
+@pytest.mark.parametrize("problem", ["missing reference", "pattern longer than every record", "output locked"])
+def test_a_job_that_fails_before_it_runs_shuts_down_the_cluster_started_for_it(tmp_path, monkeypatch, problem):
+    import seqsift.engine as engine
+    from seqsift.engine.lock import OutputLock
+    from seqsift.errors import InputError
+
+    started = _watch_connections(monkeypatch)
+    monkeypatch.setattr(engine, "_backend_started_ahead", lambda backend, options: "cpu")
+    records, patterns = adversarial_genome(3)
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    output = tmp_path / "hits.tsv"
+    holder = None
+    if problem == "missing reference":
+        reference = tmp_path / "absent.fa"
+    elif problem == "pattern longer than every record":
+        patterns = [("long", "ACGT" * 400)]
+    else:
+        holder = OutputLock(os.path.realpath(output))  # another job is writing the output
+    try:
+        with pytest.raises(InputError):
+            seqsift.search(str(reference), patterns, 1, backend="cpu", workers=1, output=str(output))
+    finally:
+        if holder is not None:
+            holder.release()
+    assert started == [{"thread": "seqsift-cluster-start", "closed": True}]
+    assert not output.exists()

@@ -156,3 +156,65 @@ def test_gzip_library_falls_back_to_zlib(tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "zlib_ng", None)
     assert decompress.gzip_library()[0] == "zlib"
     assert b"".join(decompress.gzip_chunks(str(path))) == fastest == text.encode()
+
+
+def test_gzip_is_inflated_ahead_on_its_own_thread_in_order(tmp_path, monkeypatch):
+    """The chunks inflated on the read-ahead thread are the stream's bytes, in order, as inflated in the
+    caller's thread; chunks smaller than the scanner's block make many hand-overs."""
+    import threading
+
+    from seqsift.io import decompress
+
+    monkeypatch.setattr(decompress, "_CHUNK", 4096)
+    text = "".join(genome_text(seed)[0] for seed in range(40)).encode()
+    path = tmp_path / "genome.fa.gz"
+    path.write_bytes(gzip.compress(text))
+    inflating_threads = set()
+    real_library = decompress.gzip_library
+
+    def watched_library():
+        name, opener, inflate = real_library()
+
+        def watched_open(p):
+            inflating_threads.add(threading.current_thread().name)
+            return opener(p)
+
+        return name, watched_open, inflate
+
+    monkeypatch.setattr(decompress, "gzip_library", watched_library)
+    chunks = list(decompress.gzip_chunks(str(path), ahead=2))
+    assert len(chunks) > 10 and b"".join(chunks) == text
+    assert inflating_threads == {"seqsift-inflate"}
+    assert b"".join(decompress.gzip_chunks(str(path), ahead=0)) == text
+    assert inflating_threads == {"seqsift-inflate", threading.current_thread().name}
+
+
+def test_a_corrupt_gzip_stream_fails_in_the_reader_after_its_good_bytes(tmp_path, monkeypatch):
+    from seqsift.io import decompress
+
+    monkeypatch.setattr(decompress, "_CHUNK", 4096)
+    text = "".join(genome_text(seed)[0] for seed in range(40)).encode()
+    packed = gzip.compress(text)
+    path = tmp_path / "cut.fa.gz"
+    path.write_bytes(packed[: len(packed) // 2])  # truncated mid-stream
+    got = []
+    with pytest.raises(decompress.DecompressError):
+        for chunk in decompress.gzip_chunks(str(path), ahead=2):
+            got.append(chunk)
+    assert got and text.startswith(b"".join(got))
+
+
+def test_a_reader_that_stops_early_stops_the_inflating_thread(tmp_path, monkeypatch):
+    import threading
+
+    from seqsift.io import decompress
+
+    monkeypatch.setattr(decompress, "_CHUNK", 1024)
+    text = "".join(genome_text(seed)[0] for seed in range(40)).encode()
+    path = tmp_path / "genome.fa.gz"
+    path.write_bytes(gzip.compress(text))
+    chunks = decompress.gzip_chunks(str(path), ahead=2)
+    first = next(chunks)
+    assert text.startswith(first)
+    chunks.close()  # the consumer goes away with the queue full and the stream half read
+    assert not [t for t in threading.enumerate() if t.name == "seqsift-inflate"]

@@ -43,7 +43,10 @@ Local clusters are private to the user who starts them:
   looks at their numbers without a dashboard.
 
 Dask and distributed are imported when a cluster is needed, not with this
-module: ``seqsift --help`` or a job that fails on its input never loads them.
+module: ``seqsift --help`` or a job whose arguments are wrong never loads them.
+A one-GPU job's in-process cluster starts while the job reads its reference
+(:class:`Connection`), so a job that fails on its reference or patterns there
+has started it, and shuts it down.
 """
 from __future__ import annotations
 
@@ -122,11 +125,74 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
     else:
         cluster = local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
     try:
-        with Client(cluster) as client:
+        # Not ``with Client(...)``: its context variable must be reset in the thread that set it, and
+        # a cluster started ahead (Connection) is shut down from the job's thread.
+        client = Client(cluster)
+        try:
             yield client
+        finally:
+            client.close()
     finally:
         with _interrupts_deferred():  # a second Ctrl-C must not leave the cluster half closed
             cluster.close()
+
+
+class Connection:
+    """:func:`connect` for one job, started when the job asks for its client or, with ``ahead``, at once
+    on a thread of its own.
+
+    ``ahead`` is for a cluster that lives in this process (:func:`starts_in_process`):
+    a job reads its reference meanwhile, which on a first run is the longest wait
+    before its first task (on the H100, 3.1 Gbp: 1.5 s from plain FASTA, 7-9 s from
+    gzip), and Dask's imports and the cluster's start fit inside it. A cluster of
+    worker processes is always started from the job's own thread (Ctrl-C stays blocked
+    in its workers: :func:`_interrupts_deferred`). ``with connection as client``:
+    the job's client, shut down at the block's end as ``connect``'s; ``discard()``:
+    shuts down a cluster started ahead for a job that ended before it asked.
+    """
+
+    def __init__(self, backend: str, *, ahead: bool = False, **options):
+        self.backend = backend
+        self._context = connect(backend, **options)
+        self._entered = False
+        self._client = self._error = None
+        self._thread = None
+        if ahead:
+            self._thread = threading.Thread(target=self._start, name="seqsift-cluster-start", daemon=True)
+            self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._client = self._context.__enter__()
+        except BaseException as err:  # raised in the job's thread when it asks for the client
+            self._error = err
+
+    def __enter__(self) -> "Client":
+        self._entered = True
+        if self._thread is None:
+            return self._context.__enter__()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._client
+
+    def __exit__(self, *exc_info) -> bool | None:
+        return self._context.__exit__(*exc_info)
+
+    def discard(self) -> None:
+        """Shut down a cluster started ahead that the job never asked for (nothing otherwise)."""
+        if self._entered or self._thread is None:
+            return
+        self._entered = True
+        self._thread.join()
+        if self._error is None:
+            self._context.__exit__(None, None, None)
+
+
+def starts_in_process(backend: str, *, gpus: Sequence[int] | None = None, scheduler: str | None = None,
+                      scheduler_file: str | None = None, **_) -> bool:
+    """Whether :func:`connect` would start the job's cluster inside this process (one GPU, no scheduler)."""
+    return backend == "cuda" and not (scheduler or scheduler_file) and gpu_worker_in_process(gpus)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 
 from .. import kernels
-from ..cluster import connect, count_gpus
+from ..cluster import Connection, count_gpus, starts_in_process
 from ..errors import InputError, note
 from ..io.patterns import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..patterns import STRAND_CHOICES, PatternSet
@@ -96,44 +96,37 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         strand = "+"
     refuse_overwriting_inputs(output, {"reference": reference, "pattern file": patterns})
     check_output_path(output)
-    with stages.timed("open"):
-        ref = open_reference(reference)
-    pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
-    if pattern_set.alphabet != alphabet:
-        raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
-    source = patterns if isinstance(patterns, (str, os.PathLike)) else "patterns"
-    validate_patterns_for_job(pattern_set, k, ref.lengths, str(source), metric)
-
-    if client is not None:
-        backend = "cpu" if backend == "auto" and not _client_has_gpus(client) else backend
-    backend = resolve_backend(backend)
-    try:
-        chosen, reason = kernels.choose_algorithm(metric, backend, algorithm, m_max=int(pattern_set.lengths.max()),
-                                                  k=k, patterns=len(pattern_set), alphabet=alphabet)
-    except ValueError as err:
-        raise InputError(str(err)) from None
-    if verbose:
-        note(f"algorithm {reason}")
-    if backend not in kernels.ALGORITHMS[chosen].backends:
-        note(f"{chosen} has no {backend} kernel yet: the workers run its CPU path")
-    job = SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
-                    strand=strand, algorithm=chosen, backend=backend, align=align)
-    # Once the inputs are known good: distributed and Numba load only for a job that runs.
-    from .run import run_job
-    from .store import TaskStore
-
     to_file = output is not None and str(output) != "-"
     if resume and not to_file:
         raise InputError("resume needs an output file (-o): the saved tasks live beside it")
     # Beside the file the output ends up in (an -o symbolic link is written through).
     beside = os.path.realpath(str(output).rstrip("/" + os.sep)) if to_file else None
-    lock = OutputLock(beside, wait=wait_for_lock, note=note) if to_file else None
-    names = (job.reference.names, pattern_set.names)
-    writer = None
+    cluster_options = dict(workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,
+                           dashboard=dashboard)
+    backend_ahead = _backend_started_ahead(backend, cluster_options) if client is None else None
+    started_ahead = Connection(backend_ahead, ahead=True, **cluster_options) if backend_ahead else None
     try:
+        job = _job_from_inputs(reference, patterns, k=k, metric=metric, strand=strand, mode=mode,
+                               algorithm=algorithm, backend=backend, align=align, client=client, verbose=verbose,
+                               alphabet=alphabet)
+    except BaseException:
+        if started_ahead is not None:
+            started_ahead.discard()
+        raise
+    connection = None
+    if client is None:
+        connection = (started_ahead if started_ahead is not None and started_ahead.backend == job.backend
+                      else Connection(job.backend, **cluster_options))
+    # Once the inputs are known good: distributed and Numba load only for a job that runs.
+    from .run import run_job
+    from .store import TaskStore
+
+    names = (job.reference.names, job.patterns.names)
+    lock = writer = None
+    try:
+        lock = OutputLock(beside, wait=wait_for_lock, note=note) if to_file else None
         writer = FrameCollector(job.columns(), *names) if output is None else HitWriter(output, job.columns(), *names)
-        with _cluster(client, backend, workers=workers, gpus=gpus, scheduler=scheduler,
-                      scheduler_file=scheduler_file, dashboard=dashboard) as run_client:
+        with _cluster(client, connection) as run_client:
             chunk_size, pattern_batch_size = _task_layout(job, run_client, beside if resume else None,
                                                           chunk_size, pattern_batch_size)
             store = (TaskStore.beside(beside, job, chunk_size, pattern_batch_size, resume, note=note)
@@ -163,12 +156,50 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
     finally:
         if lock is not None:
             lock.release()
+        if started_ahead is not None:
+            started_ahead.discard()  # started for a job that failed before it ran (or whose backend is not cuda)
     return count if isinstance(writer, HitWriter) else writer.frame()
 
 
+def _backend_started_ahead(backend: str, cluster_options: dict) -> str | None:
+    """"cuda" when the job's cluster will live in this process (one GPU, no scheduler), so that it can
+    start while the reference is read (cluster.Connection); else None: started when the job runs."""
+    if backend in ("auto", "cuda") and starts_in_process("cuda", **cluster_options):
+        return "cuda"
+    return None
+
+
+def _job_from_inputs(reference, patterns, *, k, metric, strand, mode, algorithm, backend, align, client, verbose,
+                     alphabet) -> SearchJob:
+    """The SearchJob of checked arguments: the reference opened (read and indexed on a first run),
+    the patterns read and checked against it, the algorithm chosen."""
+    with stages.timed("open"):
+        ref = open_reference(reference)
+    pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
+    if pattern_set.alphabet != alphabet:
+        raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")
+    source = patterns if isinstance(patterns, (str, os.PathLike)) else "patterns"
+    validate_patterns_for_job(pattern_set, k, ref.lengths, str(source), metric)
+
+    if client is not None:
+        backend = "cpu" if backend == "auto" and not _client_has_gpus(client) else backend
+    backend = resolve_backend(backend)
+    try:
+        chosen, reason = kernels.choose_algorithm(metric, backend, algorithm, m_max=int(pattern_set.lengths.max()),
+                                                  k=k, patterns=len(pattern_set), alphabet=alphabet)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    if verbose:
+        note(f"algorithm {reason}")
+    if backend not in kernels.ALGORITHMS[chosen].backends:
+        note(f"{chosen} has no {backend} kernel yet: the workers run its CPU path")
+    return SearchJob(reference=ref, patterns=pattern_set, metric=metric, k=k, mode=mode,
+                     strand=strand, algorithm=chosen, backend=backend, align=align)
+
+
 @contextmanager
-def _cluster(client, backend: str, **options):
-    """``client`` itself, or a cluster of the job's own (``connect``) for the ``with`` block.
+def _cluster(client, connection):
+    """``client`` itself, or the job's own cluster (a cluster.Connection) for the ``with`` block.
 
     Once the block has finished, the job's work is done: an error while the
     cluster shuts down (or Ctrl-C then) is reported as a note and not raised.
@@ -176,7 +207,6 @@ def _cluster(client, backend: str, **options):
     if client is not None:
         yield client
         return
-    connection = connect(backend, **options)
     own_client = connection.__enter__()
     try:
         yield own_client

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -281,6 +282,23 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
     on_device = searches_on_device(job)
     if on_device and job.reports_start:
         warm_up_locate(job.metric)
+    with (_task_stream() if on_device else nullcontext()):
+        frames = _search_chunks(job, group, batch, on_device)
+    if not frames:
+        return empty_rows(job)
+    # Sorted here, on the worker: the client then only merges sorted runs (merge.sort_rows).
+    with stages.timed("merge"):
+        return sort_rows(pd.concat(frames, ignore_index=True), job.reports_start)
+
+
+def _task_stream():
+    from ..kernels.cuda import task_stream
+
+    return task_stream()
+
+
+def _search_chunks(job: SearchJob, group: ChunkGroup, batch, on_device: bool) -> list[pd.DataFrame]:
+    """Each chunk's hit rows (chunks without hits left out)."""
     frames = []
     for chunk in group.chunks:
         # A chunk searched on the GPU is located on the host from its raw bytes.
@@ -297,11 +315,7 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
             continue
         with stages.timed("locate"):
             frames.append(_rows_for_chunk(job, batch, chunk, window, hits.sorted()))
-    if not frames:
-        return empty_rows(job)
-    # Sorted here, on the worker: the client then only merges sorted runs (merge.sort_rows).
-    with stages.timed("merge"):
-        return sort_rows(pd.concat(frames, ignore_index=True), job.reports_start)
+    return frames
 
 
 def _rows_for_chunk(job, batch, chunk, window: ChunkWindow, hits) -> pd.DataFrame:

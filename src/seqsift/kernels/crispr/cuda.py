@@ -40,26 +40,24 @@ def _device_rows(rows: GuideRows, strand: int, length: int):
     """
     import cupy
 
+    from ..cuda import uploaded_once
+
     def upload():
         ids = np.flatnonzero((rows.strand == strand) & (rows.lengths == length)).astype(np.int32)
         low, high = guide_words(rows, ids)
-        words = (ids, cupy.asarray(low), cupy.asarray(high), cupy.asarray(rows.limit[ids].astype(np.int16)),
-                 cupy.asarray(ids))
-        cupy.cuda.get_current_stream().synchronize()  # complete before any thread's stream reads them
-        return words
+        return (ids, cupy.asarray(low), cupy.asarray(high), cupy.asarray(rows.limit[ids].astype(np.int16)),
+                cupy.asarray(ids))
 
-    return rows.on_device.get((cupy.cuda.runtime.getDevice(), "check", strand, length), upload)
+    return uploaded_once(rows.on_device.get, (cupy.cuda.runtime.getDevice(), "check", strand, length), upload)
 
 
 def _device_pam(rows: GuideRows, strand: int):
     import cupy
 
-    def upload():
-        pam = cupy.asarray(rows.pam_masks[strand], dtype=cupy.uint8)
-        cupy.cuda.get_current_stream().synchronize()
-        return pam
+    from ..cuda import uploaded_once
 
-    return rows.on_device.get((cupy.cuda.runtime.getDevice(), "pam", strand), upload)
+    return uploaded_once(rows.on_device.get, (cupy.cuda.runtime.getDevice(), "pam", strand),
+                         lambda: cupy.asarray(rows.pam_masks[strand], dtype=cupy.uint8))
 
 
 def _candidates(module, text, n: int, pam_device):

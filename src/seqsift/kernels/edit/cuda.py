@@ -62,7 +62,7 @@ def _launch(function, text_device, rows_peq, lengths, extra_args, rows: int, k: 
 def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
     import cupy
 
-    from ..cuda import load_module, to_device_text
+    from ..cuda import load_module, to_device_text, uploaded_once
 
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     text_device = to_device_text(text)
@@ -82,8 +82,8 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
         one_word = kernel_name != "myers_long"
         words = 1 if one_word else int((sub_lengths.max() + 63) // 64)
         # The rows' bit vectors go to the device once per batch (every chunk task of the batch reuses them).
-        peq, device_lengths = batch.derived(
-            ("edit.peq", kernel_name, cupy.cuda.Device().id),
+        peq, device_lengths = uploaded_once(
+            batch.derived, ("edit.peq", kernel_name, cupy.cuda.Device().id),
             lambda: (cupy.asarray(peq_words(batch.masks[selected], sub_lengths, words)), cupy.asarray(sub_lengths)))
         extra = () if one_word else (np.int32(words),)
         row, end, dist = _launch(module.get_function(kernel_name), text_device, peq, device_lengths,

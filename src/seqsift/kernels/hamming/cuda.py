@@ -113,7 +113,7 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
     import cupy
 
     from ...patterns import PatternBatch
-    from ..cuda import load_module, to_device_text
+    from ..cuda import load_module, to_device_text, uploaded_once
 
     if k < 0:
         return EndHits.empty()
@@ -145,7 +145,7 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
             warps = -(-tiles // per_warp)
             words = 2 if m_max <= 32 else 3
             # The row plans go to the device once per batch (every chunk task of the batch reuses them).
-            plans = batch.derived(("hamming.direct", cupy.cuda.Device().id),
+            plans = uploaded_once(batch.derived, ("hamming.direct", cupy.cuda.Device().id),
                                   lambda: cupy.asarray(direct_row_plans(masks, sub_lengths)))
             hits = _run(module.get_function(f"hamming_direct_{bits}_{words}"),
                         (-(-warps * 32 // DIRECT_THREADS),), (DIRECT_THREADS,),
@@ -161,8 +161,8 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
             groups = (short.size + SLICED_ROWS - 1) // SLICED_ROWS
             spans = (last_word - first_word + SLICED_WORDS) // SLICED_WORDS
             # The rows go to the device once per batch (every chunk task of the batch reuses them).
-            device_masks, device_lengths = batch.derived(
-                ("hamming.sliced", cupy.cuda.Device().id), lambda: (cupy.asarray(masks), cupy.asarray(sub_lengths)))
+            device_masks, device_lengths = uploaded_once(
+                batch.derived, ("hamming.sliced", cupy.cuda.Device().id), lambda: (cupy.asarray(masks), cupy.asarray(sub_lengths)))
             hits = _run(module.get_function(f"hamming_sliced_{bits}"), (groups * spans,), (SLICED_ROWS,),
                         (planes, np.int64(plane_words), np.int64(n), device_masks, np.int32(m_max),
                          device_lengths, np.int32(short.size), np.int32(m_max), np.int32(k_budget),

@@ -134,7 +134,7 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     """
     import cupy
 
-    from ..cuda import to_device_text
+    from ..cuda import to_device_text, uploaded_once
 
     text_device = to_device_text(text)
     n = int(text_device.size)
@@ -159,8 +159,8 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
         for group_wpt, group_threads in sorted(set(zip(row_wpt.tolist(), threads.tolist()))):
             selected = gpu_rows[(row_wpt == group_wpt) & (threads == group_threads)]
             # The group's compiled rows go to the device once per batch (every chunk task reuses them).
-            rows_device = batch.derived(
-                ("nfa.rows", wpt, group_wpt, group_threads, k, cupy.cuda.Device().id),
+            rows_device = uploaded_once(
+                batch.derived, ("nfa.rows", wpt, group_wpt, group_threads, k, cupy.cuda.Device().id),
                 lambda: _rows_device(batch.masks[selected], lengths[selected], k, group_threads * group_wpt))
             row, end, dist = _launch_group(packed, n_plane, n, rows_device, lengths[selected], k,
                                            lo, hi, group_threads, group_wpt)

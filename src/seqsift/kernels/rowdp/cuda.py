@@ -51,13 +51,13 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
     """
     import cupy
 
-    from ..cuda import load_module
+    from ..cuda import load_module, uploaded_once
 
     module = load_module("rowdp/rowdp.cu")
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     # The rows go to the device once per batch (every chunk task of the batch reuses them).
-    masks, lengths_device = batch.derived(
-        ("rowdp.rows", cupy.cuda.Device().id),
+    masks, lengths_device = uploaded_once(
+        batch.derived, ("rowdp.rows", cupy.cuda.Device().id),
         lambda: (cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8)), cupy.asarray(lengths)))
     count, out_row, out_end, out_dist = hit_buffers
     hit_args = (count, np.uint64(out_row.size), out_row, out_end, out_dist)
