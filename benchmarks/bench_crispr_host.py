@@ -11,7 +11,11 @@ Steps timed (best of ``--repeat``), each as a task meets it:
 * ``site_rows``: ``task._rows_for_chunk`` (coordinates, site and guide strings,
   scores) of the hits of 30 guides with 8 N's, 1 DNA and 1 RNA bulge, k = 3, over
   the genome's first 2 Mbp (tens of thousands of sites, most with a bulge);
+* ``hits_sorted``: those hits, shuffled (a GPU kernel appends them in any
+  order), back in (start, length, row) order by ``SiteHits.sorted``;
 * ``sort_rows``: those rows, shuffled, back in output order;
+* ``sort_rows_in_order``: those rows as a task and a one-batch group hand
+  them over, already in output order (the common case: a check);
 * ``write_tsv``: those rows, 8 times over, through ``SiteWriter`` to a TSV file.
 
 Only functions that every version of the package has are used, so two trees
@@ -78,9 +82,13 @@ def main() -> None:
     hits = find_sites("cpu", encode_text(raw), bulged_rows, 1, 1, 0, len(raw)).sorted()
     chunk = types.SimpleNamespace(read_start=0, record_index=0)
     timings["site_rows"] = best(lambda: _rows_for_chunk(bulged, bulged_rows, chunk, raw, hits), args.repeat)
+    mixed = np.random.default_rng(1).permutation(len(hits))
+    shuffled_hits = type(hits)(*(getattr(hits, name)[mixed] for name in hits.__dataclass_fields__))
+    timings["hits_sorted"] = best(shuffled_hits.sorted, args.repeat)
     frame = _rows_for_chunk(bulged, bulged_rows, chunk, raw, hits)
     shuffled = frame.sample(frac=1, random_state=1)
     timings["sort_rows"] = best(lambda: sort_rows(shuffled), args.repeat)
+    timings["sort_rows_in_order"] = best(lambda: sort_rows(frame), args.repeat)
 
     big = pd.concat([frame] * 8, ignore_index=True)
     with tempfile.TemporaryDirectory() as folder:
@@ -92,7 +100,7 @@ def main() -> None:
 
     print(f"{len(hits):,} sites ({int((hits.bulge_type > 0).sum()):,} with a bulge); {len(big):,} rows written")
     for step, seconds in timings.items():
-        print(f"{step:12s} {seconds * 1000:9.2f} ms")
+        print(f"{step:18s} {seconds * 1000:9.2f} ms")
 
 
 if __name__ == "__main__":

@@ -303,17 +303,21 @@ def run_crispr_job(job: CrisprJob, client, writer, summary_table=None, *, chunk_
         while next_group < len(groups) and remaining[groups[next_group].index] == 0:
             group = groups[next_group]
             frames = ([pending] if pending is not None else []) + parts.pop(group.index)
-            rows = sort_rows(pd.concat(frames, ignore_index=True)) if frames else None
+            # Each frame is in order; sort_rows merges them only where they interleave.
+            rows = sort_rows(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)) \
+                if frames else None
             next_group += 1
             if rows is None:
                 continue
             if next_group < len(groups):
                 first = groups[next_group].chunks[0]
-                frontier = first.core_start - halo
-                final = (rows["record"].to_numpy() < first.record_index) | (
-                    (rows["record"].to_numpy() == first.record_index) & (rows["start"].to_numpy() < frontier))
-                emit(rows[final])
-                pending = rows[~final].reset_index(drop=True)
+                # Final: the rows before (first.record_index, first.core_start - halo), a prefix of the sorted rows.
+                record, start = rows["record"].to_numpy(), rows["start"].to_numpy()
+                low, high = np.searchsorted(record, first.record_index, side="left"), \
+                    np.searchsorted(record, first.record_index, side="right")
+                final = int(low + np.searchsorted(start[low:high], first.core_start - halo, side="left"))
+                emit(rows.iloc[:final])
+                pending = rows.iloc[final:].reset_index(drop=True)
             else:
                 emit(rows)
                 pending = None

@@ -35,11 +35,20 @@ OUTPUT_FORMATS = ("auto", "cas-offinder")
 
 
 def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
-    """Index rows -> the output columns with names (the Python API's frame)."""
+    """Index rows -> the output columns with names (the Python API's frame).
+
+    ``record_names`` and ``guide_names``: sequences of str, or Arrow string
+    arrays (FrameCollector builds them once); a name column is one Arrow take
+    (task.text_column), not a Python object per row.
+    """
+    import pyarrow as pa
+
+    from .task import text_column
+
     out = pd.DataFrame({c: rows[c] for c in COLUMNS if c in rows})
-    out["guide"] = np.asarray(guide_names, dtype=object)[rows["guide"].to_numpy()]
-    out["record"] = np.asarray(record_names, dtype=object)[rows["record"].to_numpy()]
-    out["strand"] = np.asarray(STRAND_SYMBOLS, dtype=object)[rows["strand"].to_numpy()]
+    for column, names in (("guide", guide_names), ("record", record_names), ("strand", STRAND_SYMBOLS)):
+        names = names if isinstance(names, pa.Array) else pa.array(list(names), type=pa.large_string())
+        out[column] = text_column(names.take(pa.array(rows[column].to_numpy())))
     return out[COLUMNS].reset_index(drop=True)
 
 
@@ -169,18 +178,24 @@ class FrameCollector:
     """The Python API's writer: named rows in one DataFrame."""
 
     def __init__(self, record_names, guide_names):
+        import pyarrow as pa
+
         self.record_names, self.guide_names = record_names, guide_names
+        self._names = [pa.array(list(names), type=pa.large_string()) for names in (record_names, guide_names)]
         self.parts: list[pd.DataFrame] = []
         self.count = 0
 
     def write(self, rows: pd.DataFrame) -> None:
         if len(rows):
-            self.parts.append(named(rows, self.record_names, self.guide_names))
+            self.parts.append(named(rows, *self._names))
             self.count += len(rows)
 
     def frame(self) -> pd.DataFrame:
-        if not self.parts:
-            return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS})
+        if not self.parts:  # text columns of the dtype pandas gives strs, as when there are rows
+            from .task import text_dtype
+
+            return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS}).astype(
+                {c: text_dtype() for c in COLUMNS if DTYPES[c] is object})
         return pd.concat(self.parts, ignore_index=True)
 
 

@@ -14,10 +14,10 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..alphabet import encode_text, pattern_mask_rows, pattern_masks
+from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
 from ..engine.task import read_chunk
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
-                              orient_guides, site_halo, small_job)
+                              orient_guides, packed_key, site_halo, small_job)
 from ..memo import Memo
 from ..partitioning import ChunkGroup
 from ..patterns import PatternSet
@@ -62,6 +62,20 @@ class CrisprJob:
     def guide_masks(self) -> tuple[np.ndarray, np.ndarray]:
         """Every guide's IUPAC masks, a zero-padded (guides, L_max) table, and the lengths."""
         return pattern_mask_rows(self.guides.sequences)
+
+    @cached_property
+    def guide_rejects(self) -> np.ndarray:
+        """Per guide and position, the base bits (task._base_bits) a site base must not have to match: the
+        complement of the letter's IUPAC mask within 0x1F (0x10: a letter other than A/C/G/T)."""
+        return ~self.guide_masks[0] & np.uint8(0x1F)
+
+    @cached_property
+    def aligned_strings(self):
+        """Each guide as given with the PAM on its side (guide_aligned without a DNA bulge), as Arrow strings."""
+        import pyarrow as pa
+
+        return pa.array([g + self.pam if self.pam_side == 3 else self.pam + g for g in self.guides.sequences],
+                        type=pa.large_string())
 
     def rows(self, guide_range: range) -> GuideRows:
         """The oriented rows of ``guide_range``, built once per job object and range.
@@ -114,122 +128,260 @@ SORT_KEYS = ("record", "start", "end", "guide", "strand")
 
 
 def sort_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` in SORT_KEYS order: one NumPy lexsort of the integer columns (pandas' sort_values factorizes each)."""
-    order = np.lexsort([frame[key].to_numpy() for key in reversed(SORT_KEYS)])
-    if (order[1:] > order[:-1]).all():
+    """``frame`` in SORT_KEYS order (stable), from one packed int64 key (kernels.crispr.packed_key).
+
+    A task's chunks, and the frames of a group that hold one guide batch, are
+    mostly in order already: then the key costs a few passes and one
+    comparison, and nothing moves. Otherwise they are a few sorted runs (a
+    chunk's sites near its start can start before the previous chunk's last
+    ones; guide batches interleave), which NumPy's stable sort (timsort) finds
+    and merges. A lexsort of the columns only where the key does not fit.
+    """
+    columns = [frame[key].to_numpy() for key in SORT_KEYS]
+    record, start, end, guide, strand = columns
+    key = packed_key([record, start, end - start, guide, strand])  # end orders as end - start after start
+    if key is None:
+        order = np.lexsort(columns[::-1])
+        if (order[1:] > order[:-1]).all():
+            return frame.reset_index(drop=True)
+    elif (key[1:] >= key[:-1]).all():
         return frame.reset_index(drop=True)
+    else:
+        order = np.argsort(key, kind="stable")
     return frame.take(order).reset_index(drop=True)
 
 
 def empty_rows() -> pd.DataFrame:
-    return pd.DataFrame({name: np.empty(0, dtype=dtype) for name, dtype in ROW_DTYPES.items()})
+    """No rows, each column of the dtype rows have (text: :func:`text_dtype`).
+
+    An empty object column would turn every text column it is concatenated
+    with (a group's other tasks) into Python objects, and the job's frame
+    would have object or str columns depending on how it was cut in chunks.
+    """
+    import pyarrow as pa
+
+    no_text = text_column(pa.array([], type=pa.large_string()))
+    return pd.DataFrame({name: no_text if dtype is object else np.empty(0, dtype=dtype)
+                         for name, dtype in ROW_DTYPES.items()})
 
 
 def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hits) -> pd.DataFrame:
-    """Rows of one chunk's hits; ``raw`` holds the window's bytes as in the file (uint8)."""
+    """Rows of one chunk's hits, in the hits' order; ``raw`` holds the window's bytes as in the file (uint8).
+
+    Hits of one shape (bulge type and size, guide length, strand) have sites of
+    one width: each shape's sites are built at once as byte matrices
+    (:func:`_shape_bytes`). The strings of all shapes then become Arrow strings
+    from one buffer, put back in the hits' order by one take: no Python object
+    per site (a GPU task has millions of sites).
+    """
+    import pyarrow as pa
+
     count = len(hits)
-    guide_aligned = np.empty(count, dtype=object)
-    site = np.empty(count, dtype=object)
+    if count == 0:
+        return empty_rows()
+    strand = rows.strand[hits.row]
+    guide = rows.guide_index[hits.row]
     cfd = np.full(count, np.nan)
     mit = np.full(count, np.nan)
-    lengths = rows.lengths[hits.row]
-    # Hits of one (bulge type, size, guide length) have sites of one shape: whole arrays at once.
-    longest = int(lengths.max(initial=0)) + 1
-    shapes = (hits.bulge_type.astype(np.int64) * (MAX_BULGE + 1) + hits.bulge_size) * longest + lengths
-    present, shape_of = np.unique(shapes, return_inverse=True)
-    for number, shape in enumerate(present.tolist()):
-        kind, size, length = shape // longest // (MAX_BULGE + 1), shape // longest % (MAX_BULGE + 1), shape % longest
-        chosen = np.flatnonzero(shape_of == number)
-        guide_aligned[chosen], site[chosen], cfd[chosen], mit[chosen] = _sites(job, rows, raw, hits, chosen, kind,
-                                                                              size, length)
+    sites, site_hits = [], []
+    gapped, gapped_hits = [], []    # guide_aligned of DNA-bulge sites; the others show their guide as given
+    for kind, size, length, minus, chosen in _shapes(hits, rows.lengths[hits.row], strand):
+        at = hits.bulge_at[chosen].astype(np.int64)
+        if minus and kind == BULGE_RNA:  # kernels count j in forward orientation; on - the guide reads backwards
+            at = length - at - size
+        elif minus and kind == BULGE_DNA:
+            at = length - at
+        site, aligned, shape_cfd, shape_mit = _shape_bytes(job, raw, hits.start[chosen], guide[chosen], at, kind,
+                                                           size, length, minus)
+        sites.append(site)
+        site_hits.append(chosen)
+        if aligned is not None:
+            gapped.append(aligned)
+            gapped_hits.append(chosen)
+        if shape_cfd is not None:
+            cfd[chosen], mit[chosen] = shape_cfd, shape_mit
+    site_strings = _in_hit_order(_arrow_strings(sites), np.concatenate(site_hits), count)
+    aligned_index = guide.astype(np.int64)  # into job.aligned_strings, then the gapped ones
+    candidates = job.aligned_strings
+    if gapped:
+        gapped_order = np.concatenate(gapped_hits)
+        aligned_index[gapped_order] = len(candidates) + np.arange(len(gapped_order))
+        candidates = pa.concat_arrays([candidates, _arrow_strings(gapped)])
     start = hits.start + chunk.read_start
     return pd.DataFrame({
         "record": np.full(count, chunk.record_index, dtype=np.int32),
         "start": start.astype(np.int64),
         "end": (start + hits.length).astype(np.int64),
-        "guide": rows.guide_index[hits.row],
-        "strand": rows.strand[hits.row],
+        "guide": guide,
+        "strand": strand,
         "mismatches": hits.mismatches.astype(np.int16),
-        "bulge_type": np.asarray(BULGE_NAMES, dtype=object)[hits.bulge_type],
+        "bulge_type": text_column(pa.array(BULGE_NAMES, type=pa.large_string()).take(pa.array(hits.bulge_type))),
         "bulge_size": hits.bulge_size.astype(np.int16),
-        "guide_aligned": guide_aligned,
-        "site": site,
+        "guide_aligned": text_column(candidates.take(pa.array(aligned_index))),
+        "site": text_column(site_strings),
         "cfd": cfd,
         "mit": mit,
     })
 
 
+def _shapes(hits, lengths: np.ndarray, strand: np.ndarray):
+    """(bulge type, bulge size, guide length, minus strand?, the indices of its hits in order) per shape present.
+
+    One 16-bit shape number per hit and one stable argsort of it (NumPy sorts
+    16-bit keys by radix) split the hits, instead of one full scan per shape.
+    """
+    longest = int(lengths.max()) + 1
+    shape = ((hits.bulge_type.astype(np.int64) * (MAX_BULGE + 1) + hits.bulge_size) * 2 + strand) * longest + lengths
+    counts = np.bincount(shape)
+    present = np.flatnonzero(counts)
+    if len(present) == 1:
+        order = np.arange(len(shape))
+    else:
+        dense = np.zeros(len(counts), dtype=np.min_scalar_type(len(present)))
+        dense[present] = np.arange(len(present))
+        order = np.argsort(dense[shape], kind="stable")
+    stops = np.cumsum(counts[present]).tolist()
+    for number, stop, begin in zip(present.tolist(), stops, [0] + stops[:-1]):
+        rest, length = divmod(number, longest)
+        rest, minus = divmod(rest, 2)
+        kind, size = divmod(rest, MAX_BULGE + 1)
+        yield kind, size, length, bool(minus), order[begin:stop]
+
+
 _COMPLEMENT = bytes.maketrans(b"ACGTRYKMBVDHSWNacgtrykmbvdhswn", b"TGCAYRMKVBHDSWNtgcayrmkvbhdswn")
 _UPPER_COMPLEMENT = np.frombuffer(bytes(range(256)).upper().translate(_COMPLEMENT), dtype=np.uint8)
 _UPPER = np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8)
-_LOWER = np.frombuffer(bytes(range(256)).lower(), dtype=np.uint8)
 _GAP = ord("-")
+_LOWER_CASE = np.uint8(0x20)
+"""Added to an upper-case ASCII letter, its lower case."""
 
 
-def _sites(job: CrisprJob, rows: GuideRows, raw: np.ndarray, hits, chosen: np.ndarray, kind: int, size: int,
-           length: int):
-    """(guide_aligned, site, cfd, mit) of the ``chosen`` hits, all of one bulge type and size and guide length.
+def _base_bits(letters: np.ndarray) -> np.ndarray:
+    """Per file byte, the bit its site letter (``letters[byte]``, upper case) has in a guide letter's IUPAC mask.
+
+    A, C, G, T: their mask bit (seqsift.alphabet); any other letter 0x10, a bit
+    no guide mask has (a mismatch: written in lower case); any other byte 0,
+    which no guide position rejects (it has no lower case, and stays as it is).
+    """
+    bits = np.zeros(256, dtype=np.uint8)
+    bits[(letters >= ord("A")) & (letters <= ord("Z"))] = 0x10
+    for base in "ACGT":
+        bits[letters == ord(base)] = IUPAC_MASKS[base]
+    return bits
+
+
+_PLUS_BITS, _MINUS_BITS = _base_bits(_UPPER), _base_bits(_UPPER_COMPLEMENT)
+
+
+def _shape_bytes(job: CrisprJob, raw: np.ndarray, starts: np.ndarray, guides: np.ndarray, at: np.ndarray,
+                 kind: int, size: int, length: int, minus: bool):
+    """One shape's sites: (site, guide_aligned, cfd, mit); site a byte matrix, one row a site.
 
     ``site``: the genome bases in the guide's orientation, upper case, a base
     that mismatches its guide letter (outside the letter's IUPAC set, or not
     A/C/G/T) in lower case, ``-`` over the guide bases of an RNA bulge;
-    ``guide_aligned``: the guide with ``-`` over the genome bases of a DNA
-    bulge. Both carry the PAM on its side. Built as byte matrices, one row a
-    site: the bulge of row k starts at column at[k] (j counted from the
-    guide's 5' end) and takes ``size`` columns of the side without partners.
+    ``guide_aligned``: with a DNA bulge a byte matrix, the guide with ``-``
+    over the genome's extra bases, else None (each site shows its guide as
+    given: job.aligned_strings). Both carry the PAM on its side. ``at``: the
+    columns before the bulge, counted from the guide's 5' end. cfd and mit:
+    None where undefined.
+
+    Each window is one row copy out of a sliding-window view of ``raw`` (no
+    index matrix), each byte table is applied once, and a mismatch is a base
+    bit the guide position rejects (job.guide_rejects): lower case is upper
+    case + 0x20 for the letters, the only bytes that can mismatch.
     """
     pam_length = len(job.pam)
     span = length + size if kind == BULGE_DNA else length - size  # protospacer: the genome bases paired or bulged
-    windows = raw[hits.start[chosen, None] + np.arange(pam_length + span)]
-    minus = rows.strand[hits.row[chosen]] == 1
-    windows = np.where(minus[:, None], _UPPER_COMPLEMENT[windows][:, ::-1], _UPPER[windows])
-    protospacer, site_pam = ((windows[:, :span], windows[:, span:]) if job.pam_side == 3
-                             else (windows[:, pam_length:], windows[:, :pam_length]))
-    guide_of = rows.guide_index[hits.row[chosen]]
-    letters, masks = job.guide_letters[guide_of, :length], job.guide_masks[0][guide_of, :length]
-
-    at = hits.bulge_at[chosen].astype(np.int64)[:, None]
-    if kind == BULGE_RNA:  # kernels count j in forward orientation; on - the guide reads backwards
-        at = np.where(minus[:, None], length - at - size, at)
-    elif kind == BULGE_DNA:
-        at = np.where(minus[:, None], length - at, at)
-    column = np.arange(length + size if kind == BULGE_DNA else length)[None, :]
-    gap = (column >= at) & (column < at + size)  # never for size 0
-    source = np.where(column < at, column, column - size)  # the column's base in the side without the gap
-    picked = np.arange(len(chosen))[:, None]
-    if kind == BULGE_DNA:
-        letters = np.where(gap, _GAP, letters[picked, np.clip(source, 0, length - 1)])
-        masks = np.where(gap, 0, masks[picked, np.clip(source, 0, length - 1)])
-    elif kind == BULGE_RNA:
-        protospacer = np.where(gap, _GAP, protospacer[picked, np.clip(source, 0, span - 1)])
-    codes = encode_text(protospacer)
-    matched = (codes <= 3) & ((masks >> np.minimum(codes, 3)) & 1 == 1)
-    marked = np.where(gap | matched, protospacer, _LOWER[protospacer])
-    pam_bytes = np.frombuffer(job.pam.encode(), np.uint8)
+    columns = length if kind == BULGE_RNA else span  # the site's protospacer columns (an RNA bulge adds gaps)
+    windows = np.lib.stride_tricks.sliding_window_view(raw, pam_length + span)[starts]
+    oriented = windows[:, ::-1] if minus else windows  # the guide's orientation; complemented below
     if job.pam_side == 3:
-        site = _strings(np.hstack([marked, site_pam]))
+        protospacer, pam = slice(0, columns), slice(columns, columns + pam_length)
+        genome_protospacer, genome_pam = oriented[:, :span], oriented[:, span:]
     else:
-        site = _strings(np.hstack([site_pam, marked]))
-    if kind == BULGE_DNA:
-        pam_columns = np.broadcast_to(pam_bytes, (len(chosen), pam_length))
-        guide_aligned = _strings(np.hstack([letters, pam_columns] if job.pam_side == 3 else [pam_columns, letters]))
-    else:  # the guide as given, one string per guide
-        present, which = np.unique(guide_of, return_inverse=True)
-        aligned = np.array([job.guides.sequences[g] + job.pam if job.pam_side == 3 else job.pam + job.guides.sequences[g]
-                            for g in present], dtype=object)
-        guide_aligned = aligned[which]
-    cfd = np.full(len(chosen), np.nan)
-    mit = np.full(len(chosen), np.nan)
+        protospacer, pam = slice(pam_length, pam_length + columns), slice(0, pam_length)
+        genome_protospacer, genome_pam = oriented[:, pam_length:], oriented[:, :pam_length]
+    if kind == BULGE_RNA:  # '-' passes the byte tables below as it is, and no guide position rejects it
+        genome = np.empty((len(starts), pam_length + columns), dtype=np.uint8)
+        genome[:, pam] = genome_pam
+        _insert_gap(genome_protospacer, at, size, _GAP, genome[:, protospacer])
+    else:
+        genome = oriented
+    site = np.take(_UPPER_COMPLEMENT if minus else _UPPER, genome)
+    bits = np.take(_MINUS_BITS if minus else _PLUS_BITS, genome[:, protospacer])
+    rejects = job.guide_rejects[guides, :length]
+    aligned = cfd = mit = None
+    if kind == BULGE_DNA:  # the genome's extra bases face a gap, which rejects nothing
+        rejects = _insert_gap(rejects, at, size, 0)
+        aligned = np.empty((len(starts), pam_length + columns), dtype=np.uint8)
+        aligned[:, pam] = np.frombuffer(job.pam.encode(), dtype=np.uint8)
+        _insert_gap(job.guide_letters[guides, :length], at, size, _GAP, aligned[:, protospacer])
     if kind == BULGE_NONE and scores_defined(length, job.pam, job.pam_side):
-        cfd, mit = cfd_scores(letters, protospacer, site_pam), mit_scores(letters, protospacer)
-    return guide_aligned, site, cfd, mit
+        letters = job.guide_letters[guides, :length]
+        cfd, mit = cfd_scores(letters, site[:, protospacer], site[:, pam]), mit_scores(letters, site[:, protospacer])
+    site[:, protospacer] += ((bits & rejects) != 0).view(np.uint8) * _LOWER_CASE
+    return site, aligned, cfd, mit
 
 
-def _strings(matrix: np.ndarray) -> np.ndarray:
-    """Each row of a uint8 matrix as a str (object array); a byte outside ASCII reads as U+FFFD."""
-    matrix = np.ascontiguousarray(matrix, dtype=np.uint8)
-    if len(matrix) == 0:
-        return np.empty(0, dtype=object)
-    if (matrix > 0).all() and (matrix < 0x80).all():  # NumPy's bytes strings drop trailing NULs
-        return matrix.view(f"S{matrix.shape[1]}").ravel().astype(str).astype(object)
-    return np.array([row.tobytes().decode("ascii", errors="replace") for row in matrix], dtype=object)
+def _insert_gap(rows: np.ndarray, at: np.ndarray, size: int, fill: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Each row with ``size`` columns of ``fill`` inserted before its column ``at[k]`` (into ``out``, returned).
+
+    Whole columns move, not single bytes: the row shifted right by ``size``,
+    then its columns before the gap put back where each row's mask says.
+    """
+    count, width = rows.shape
+    if out is None:
+        out = np.empty((count, width + size), dtype=rows.dtype)
+    out[:, size:] = rows
+    np.copyto(out[:, :width], rows, where=np.arange(width) < at[:, None])
+    out[np.repeat(np.arange(count), size), (at[:, None] + np.arange(size)).ravel()] = fill
+    return out
+
+
+def _arrow_strings(matrices: list[np.ndarray]):
+    """The rows of uint8 matrices, one matrix after another, as one Arrow large_string array.
+
+    The matrices' bytes are the strings' buffer as they are; only a byte
+    outside ASCII (not UTF-8 on its own) sends them through Python, where it
+    reads as U+FFFD.
+    """
+    import pyarrow as pa
+
+    widths = np.concatenate([np.full(len(m), m.shape[1], dtype=np.int64) for m in matrices])
+    offsets = np.zeros(len(widths) + 1, dtype=np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    data = np.concatenate([np.ascontiguousarray(m).ravel() for m in matrices])
+    if data.size and data.max() >= 0x80:
+        bounds = offsets.tolist()
+        return pa.array([data[a:b].tobytes().decode("ascii", errors="replace") for a, b in zip(bounds, bounds[1:])],
+                        type=pa.large_string())
+    return pa.LargeStringArray.from_buffers(len(widths), pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _in_hit_order(strings, hit_of: np.ndarray, count: int):
+    """``strings[i]`` belongs to hit ``hit_of[i]``: the strings in hit order (one Arrow take)."""
+    import pyarrow as pa
+
+    if (hit_of[1:] > hit_of[:-1]).all():
+        return strings
+    position = np.empty(count, dtype=np.int64)
+    position[hit_of] = np.arange(count)
+    return strings.take(pa.array(position))
+
+
+def text_dtype():
+    """The dtype pandas gives a column of Python strs: pandas 3's Arrow-backed ``str``, or object before it."""
+    return pd.Series(np.array([""], dtype=object)).dtype
+
+
+def text_column(strings):
+    """An Arrow string array as the column pandas makes of Python strs (:func:`text_dtype`), built without them.
+
+    pandas 3 keeps strs as Arrow strings: the array goes in as it is. Other
+    pandas versions (object columns) get Python strs.
+    """
+    dtype = text_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return pd.arrays.ArrowStringArray(strings, dtype=dtype)
+    return strings.to_numpy(zero_copy_only=False)
