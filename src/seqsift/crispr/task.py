@@ -8,6 +8,7 @@ indices (record, guide, strand); names are attached by the writer.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
 from ..engine.task import read_chunk
+from ..kernels.cuda import task_stream
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
                               orient_guides, packed_key, site_halo, small_job)
 from ..memo import Memo
@@ -111,13 +113,14 @@ def run_crispr_task(job: CrisprJob, group: ChunkGroup, guide_range: range) -> pd
     rows = job.rows(guide_range)
     frames = []
     on_device = job.backend == "cuda"
-    for chunk in group.chunks:
-        window = read_chunk(job.reference, chunk, need_raw=True, on_device=on_device)
-        text = window.device if on_device else window.codes
-        hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi,
-                          small=job.small)
-        if len(hits):
-            frames.append(_rows_for_chunk(job, rows, chunk, window.raw, hits.sorted()))
+    with (task_stream() if on_device else nullcontext()):  # each task thread's kernels on a stream of its own
+        for chunk in group.chunks:
+            window = read_chunk(job.reference, chunk, need_raw=True, on_device=on_device)
+            text = window.device if on_device else window.codes
+            hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi,
+                              small=job.small)
+            if len(hits):
+                frames.append(_rows_for_chunk(job, rows, chunk, window.raw, hits.sorted()))
     if not frames:
         return empty_rows()
     return sort_rows(pd.concat(frames, ignore_index=True))

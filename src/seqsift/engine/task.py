@@ -32,6 +32,7 @@ import pandas as pd
 
 from .. import kernels
 from ..alphabet import TEXT_CODE_ARRAY, TEXT_CODE_TABLE
+from ..kernels.cuda import task_stream
 from ..partitioning import ChunkGroup
 from . import stages
 from .job import SearchJob
@@ -282,19 +283,13 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
     on_device = searches_on_device(job)
     if on_device and job.reports_start:
         warm_up_locate(job.metric)
-    with (_task_stream() if on_device else nullcontext()):
+    with (task_stream() if on_device else nullcontext()):
         frames = _search_chunks(job, group, batch, on_device)
     if not frames:
         return empty_rows(job)
     # Sorted here, on the worker: the client then only merges sorted runs (merge.sort_rows).
     with stages.timed("merge"):
         return sort_rows(pd.concat(frames, ignore_index=True), job.reports_start)
-
-
-def _task_stream():
-    from ..kernels.cuda import task_stream
-
-    return task_stream()
 
 
 def _search_chunks(job: SearchJob, group: ChunkGroup, batch, on_device: bool) -> list[pd.DataFrame]:
