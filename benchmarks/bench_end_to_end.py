@@ -16,6 +16,8 @@ e2e-edit-312x23-warm        the same job again (index and caches as the first ru
 e2e-hamming-1000x20-warm    1,000 x 20-nt guides, Hamming k = 4, both strands, to Parquet
 e2e-api-second-call         the edit job from Python, second call on one long-lived client, to a DataFrame
 e2e-edit-312x23-gz-cold     the edit job on genome.fa.gz (plain gzip), empty cache
+e2e-edit-312x23-bgzf-cold   with ``--bgzf``: the edit job on genome.fa.bgz (BGZF, written here from
+                            genome.fa on every core), empty cache; also through seqsift serve
 sassy-rs-312x23             sassy-rs 0.3 (CPU SIMD, every core), the same guides at k = 3, both strands,
                             on the first records (``--sassy-fraction``), scaled to the genome
 =========================== =====================================================================
@@ -25,8 +27,10 @@ over each record's codes, on the device for CUDA, in the same run), and the
 stage seconds (open/index, read, transfer, encode, kernel, merge,
 locate/align, write; worker stages are summed over task threads). Also the
 time to decompress the gzip file with the fastest decompressor importable
-here. Writes ``end_to_end_gpu.json`` (``end_to_end_cpu.json`` with
-``--backend cpu``) and a stacked-bar PNG of the stages into ``--out``.
+here (for BGZF: its blocks inflated on every core, and the fastest gzip reader
+on the file as one stream). Writes ``end_to_end_gpu.json`` (``end_to_end_cpu.json`` with
+``--backend cpu``) and a stacked-bar PNG of the stages into ``--out``; ``--bgzf-only``
+runs the kernel alone and the BGZF jobs only, into ``end_to_end_gpu_bgzf.json``.
 """
 from __future__ import annotations
 
@@ -102,6 +106,57 @@ def write_genome(folder: Path, bases: int, records: int, seed: int = 17) -> tupl
 def _gzip_member(data: bytes) -> bytes:
     compressor = zlib.compressobj(1, zlib.DEFLATED, 31)  # wbits 31: a gzip member
     return compressor.compress(data) + compressor.flush()
+
+
+BGZF_BLOCK_INPUT = 65280  # bytes of FASTA per BGZF block (bgzip's choice: the block stays under 64 KiB)
+BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+def _bgzf_block(data: bytes) -> bytes:
+    """One BGZF block (SAM spec 4.1): a gzip member whose extra field 'BC' holds the block's size - 1."""
+    compressor = zlib.compressobj(1, zlib.DEFLATED, -15)  # raw deflate
+    body = compressor.compress(data) + compressor.flush()
+    size = 18 + len(body) + 8
+    header = (b"\x1f\x8b\x08\x04" + b"\x00" * 4 + b"\x00\xff" + (6).to_bytes(2, "little") + b"BC"
+              + (2).to_bytes(2, "little") + (size - 1).to_bytes(2, "little"))
+    return header + body + zlib.crc32(data).to_bytes(4, "little") + len(data).to_bytes(4, "little")
+
+
+def write_bgzf(fasta: Path) -> Path:
+    """genome.fa.bgz beside ``fasta``: its bytes as BGZF blocks compressed on every core (kept while newer)."""
+    bgz = fasta.with_name(fasta.name + ".bgz")
+    if bgz.exists() and bgz.stat().st_mtime >= fasta.stat().st_mtime:
+        return bgz
+    threads = os.cpu_count() or 1
+    with open(fasta, "rb") as source, open(bgz, "wb") as out, ThreadPoolExecutor(threads) as pool:
+        pending = []
+        while True:
+            piece = source.read(BGZF_BLOCK_INPUT * 256)
+            if not piece:
+                break
+            blocks = [piece[i:i + BGZF_BLOCK_INPUT] for i in range(0, len(piece), BGZF_BLOCK_INPUT)]
+            pending.append(pool.submit(lambda parts: b"".join(_bgzf_block(b) for b in parts), blocks))
+            while len(pending) > 2 * threads:
+                out.write(pending.pop(0).result())
+        for future in pending:
+            out.write(future.result())
+        out.write(BGZF_EOF)
+    return bgz
+
+
+def fastest_bgzf_decompression(bgz: Path) -> dict:
+    """Seconds to inflate ``bgz`` to nowhere: its blocks on every core (seqsift.io.decompress, the only
+    parallel BGZF inflater importable here), and as one gzip stream by the fastest reader (isal)."""
+    from seqsift.io import decompress
+
+    timings = {}
+    began = time.perf_counter()
+    for _ in decompress.bgzf_chunks(str(bgz), decompress.bgzf_blocks(str(bgz)), os.cpu_count() or 1):
+        pass
+    timings[f"BGZF blocks on {os.cpu_count()} threads (python-isal inflate)"] = time.perf_counter() - began
+    timings.update(fastest_decompression(bgz)["all"])
+    best = min(timings, key=timings.get)
+    return {"fastest": best, "seconds": timings[best], "all": timings}
 
 
 def read_codes(fasta: Path, max_bases: int | None = None) -> list[np.ndarray]:
@@ -412,6 +467,9 @@ def main() -> None:
     parser.add_argument("--skip-gz", action="store_true", help="leave out the gzip job")
     parser.add_argument("--skip-served", action="store_true", help="leave out the jobs through seqsift serve")
     parser.add_argument("--hamming-10k", action="store_true", help="add 10,000 x 20 nt Hamming k=4 (issue 17 goal 5)")
+    parser.add_argument("--bgzf", action="store_true", help="add the edit job from a BGZF copy (issue 17 goal 4)")
+    parser.add_argument("--bgzf-only", action="store_true",
+                        help="only the kernel alone and the BGZF jobs (into end_to_end_gpu_bgzf.json)")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
 
@@ -448,11 +506,13 @@ def main() -> None:
         run_cli(["search", str(primer), str(guides_file), *job], env)
 
     kernel_edit, edit_algorithm = kernel_alone(codes, edit_guides, "edit", 3, args.backend)
-    kernel_hamming, hamming_algorithm = kernel_alone(codes, hamming_guides, "hamming", 4, args.backend)
-    kernel_many = kernel_alone(codes, many_guides, "hamming", 4, args.backend)[0] if many_guides else None
+    kernel_hamming, hamming_algorithm, kernel_many = None, None, None
+    if not args.bgzf_only:
+        kernel_hamming, hamming_algorithm = kernel_alone(codes, hamming_guides, "hamming", 4, args.backend)
+        kernel_many = kernel_alone(codes, many_guides, "hamming", 4, args.backend)[0] if many_guides else None
     del codes
-    print(f"kernel alone: edit ({edit_algorithm}) {kernel_edit:.2f} s, hamming ({hamming_algorithm}) "
-          f"{kernel_hamming:.2f} s", flush=True)
+    print(f"kernel alone: edit ({edit_algorithm}) {kernel_edit:.2f} s"
+          + (f", hamming ({hamming_algorithm}) {kernel_hamming:.2f} s" if kernel_hamming else ""), flush=True)
 
     def fresh() -> None:
         """No index beside the FASTA, no seqsift cache: a first run."""
@@ -477,6 +537,15 @@ def main() -> None:
     if not args.skip_gz:
         jobs.append(("e2e-edit-312x23-gz-cold", gz, edit_job, "edit312.fa", True, kernel_edit,
                      f"{edit_workload}; plain gzip FASTA"))
+    bgzf_job = None
+    if args.bgzf or args.bgzf_only:
+        began = time.perf_counter()
+        bgz = write_bgzf(fasta)
+        print(f"BGZF copy ready in {time.perf_counter() - began:.1f} s: {bgz} ({bgz.stat().st_size / 1e9:.2f} GB)",
+              flush=True)
+        bgzf_job = ("e2e-edit-312x23-bgzf-cold", bgz, edit_job, "edit312.fa", True, kernel_edit,
+                    f"{edit_workload}; BGZF FASTA")
+        jobs = [bgzf_job] if args.bgzf_only else jobs + [bgzf_job]
     for name, reference, job, guides_file, cold, kernel_s, workload in jobs:
         if cold:
             fresh()
@@ -484,9 +553,15 @@ def main() -> None:
         extra = {"algorithm_used": edit_algorithm if "edit" in name else hamming_algorithm}
         if name.endswith("gz-cold"):
             extra["decompress"] = fastest_decompression(gz)
+        if name.endswith("bgzf-cold"):
+            extra["decompress"] = fastest_bgzf_decompression(reference)
         records.append(record(name, workload, result, kernel_s, **extra))
         print(f"{name}: {result['wall_s']:.2f} s; " + ", ".join(f"{s} {result['stages'][s]:.2f}" for s in STAGES),
               flush=True)
+    if args.bgzf_only:
+        if not args.skip_served:  # the BGZF job cold through the server (served_jobs starts from fresh())
+            records += served_jobs(args, work, env, fresh, [bgzf_job], size)
+        return write_results(args, records, bases, size, "_bgzf")
     if not args.skip_served:
         records += served_jobs(args, work, env, fresh, jobs[:4] if many_guides else jobs[:3], size)
     os.environ["SEQSIFT_CACHE"] = str(cache)
@@ -502,6 +577,11 @@ def main() -> None:
                             **{k: v for k, v in sassy.items() if k != "wall_s"}))
         print(f"sassy-rs: {sassy['measured_s']:.2f} s on {sassy['searched_bases']:,} bp -> "
               f"{sassy['wall_s']:.2f} s scaled", flush=True)
+    write_results(args, records, bases, size)
+
+
+def write_results(args, records: list[dict], bases: int, size: str, suffix: str = "") -> None:
+    """The results JSON (DESIGN.md's shape) and the stacked-bar PNG, ``end_to_end_<gpu|cpu><suffix>``."""
     device = "CPU"
     if args.backend == "cuda":
         import cupy
@@ -512,7 +592,7 @@ def main() -> None:
     result = {"device": device, "cpu_cores": os.cpu_count(), "date": datetime.date.today().isoformat(),
               "commit": source_commit(), "genome_bases": bases, "records": records}
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = "end_to_end_gpu" if args.backend == "cuda" else "end_to_end_cpu"
+    stem = ("end_to_end_gpu" if args.backend == "cuda" else "end_to_end_cpu") + suffix
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(records, args.out / f"{stem}.png", f"seqsift end to end on {device}, {size}")
     print(f"wrote {args.out / (stem + '.json')} and .png")
