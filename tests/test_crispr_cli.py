@@ -181,3 +181,19 @@ def test_cas_offinder_3_lines_with_bulges(files, tmp_path):
                     sites["start"], sites["strand"], sites["mismatches"], sites["bulge_size"])]
     assert lines[1:] == expected
     assert {"X", "DNA", "RNA"} <= {line.split("\t")[1] for line in lines[1:]}
+
+
+def test_guides_on_the_command_line_as_search_reads_patterns(files, tmp_path):
+    """GUIDES that name no file are the guides themselves (comma-separated), as search's PATTERNS are."""
+    reference, _ = files
+    result = seqsift_crispr(reference, f"{GUIDE},ACGTACGTACGTACGTACGT", "-k", "3", "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(__import__("io").StringIO(result.stdout), sep="\t")
+    got = sorted(tuple(r) for r in table[["record", "start", "end", "strand", "mismatches", "site"]]
+                 .itertuples(index=False, name=None))
+    records = [("chrA", GENOME), ("chrB", GENOME[::-1])]
+    expected = sorted(row[1:6] + row[9:10] for row in oracle_sites(records, [("g1", GUIDE),
+                                                                             ("g2", "ACGTACGTACGTACGTACGT")], "NGG", 3))
+    assert got == expected and len(expected) >= 3
+    missing = seqsift_crispr(reference, tmp_path / "no-such-guides.txt", "-k", "3")
+    assert missing.returncode != 0 and missing.stderr.count("\n") == 1 and "no such file" in missing.stderr

@@ -26,7 +26,8 @@ def add_crispr_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
                     "start end strand mismatches bulge_type bulge_size guide_aligned site cfd mit.")
     c.add_argument("reference", metavar="REF", nargs="?", help="FASTA file (plain, BGZF or gzip) or a folder of them")
     c.add_argument("guides", metavar="GUIDES", nargs="?",
-                   help="FASTA, one-per-line or name<TAB>sequence file of guides (without the PAM)")
+                   help="FASTA, one-per-line or name<TAB>sequence file of guides (without the PAM), or the "
+                        "guides themselves, comma-separated, as search reads PATTERNS")
     c.add_argument("--pam", default="NGG", help="PAM in IUPAC letters (default NGG; Cas12a: TTTV with --pam-side 5)")
     c.add_argument("-k", "--mismatches", type=whole_number, default=4, help="guide mismatches allowed (default 4)")
     c.add_argument("--pam-side", type=int, choices=[3, 5], default=3,
@@ -67,7 +68,11 @@ def cmd_crispr(args) -> int:
     else:
         if args.reference is None or args.guides is None:
             raise InputError("give REF and GUIDES (or --cas-offinder INPUT)")
-        source = dict(reference=args.reference, guides=args.guides, pam=args.pam, mismatches=args.mismatches,
+        from ..errors import note
+        from ..io.patterns import patterns_from_arguments
+
+        guides = patterns_from_arguments(args.guides, [], note=note)  # a file, else sequences (as search's)
+        source = dict(reference=args.reference, guides=guides, pam=args.pam, mismatches=args.mismatches,
                       pam_side=args.pam_side, dna_bulge=args.dna_bulge, rna_bulge=args.rna_bulge)
     source.setdefault("reference", None)
     crispr(**source, output=args.output or "-", output_format=args.output_format, summary=args.summary,
