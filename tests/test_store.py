@@ -232,7 +232,9 @@ def test_output_survives_a_failing_cluster_shutdown(job_files, client, tmp_path,
         seen_at_shutdown.update(output=out.exists(), store=store.exists())
         raise RuntimeError("planted fault: the cluster failed to shut down")
 
-    monkeypatch.setattr(seqsift.engine, "connect", cluster_failing_to_shut_down)
+    import seqsift.cluster
+
+    monkeypatch.setattr(seqsift.cluster, "connect", cluster_failing_to_shut_down)  # what cluster.Connection enters
     reference, patterns = job_files
     count = seqsift.search(reference, patterns, 2, metric="edit", output=str(out), chunk_size=CHUNK)
     assert seen_at_shutdown == {"output": True, "store": False}
