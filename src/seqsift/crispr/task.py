@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
-from ..engine.task import read_chunk
+from ..engine.task import arrow_strings, read_chunk
 from ..kernels.cuda import task_stream
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
                               orient_guides, packed_key, site_halo, small_job)
@@ -343,23 +343,12 @@ def _insert_gap(rows: np.ndarray, at: np.ndarray, size: int, fill: int, out: np.
 
 
 def _arrow_strings(matrices: list[np.ndarray]):
-    """The rows of uint8 matrices, one matrix after another, as one Arrow large_string array.
-
-    The matrices' bytes are the strings' buffer as they are; only a byte
-    outside ASCII (not UTF-8 on its own) sends them through Python, where it
-    reads as U+FFFD.
-    """
-    import pyarrow as pa
-
+    """The rows of uint8 matrices, one matrix after another, as one Arrow large_string array
+    (engine.task.arrow_strings: the matrices' bytes are its buffer)."""
     widths = np.concatenate([np.full(len(m), m.shape[1], dtype=np.int64) for m in matrices])
     offsets = np.zeros(len(widths) + 1, dtype=np.int64)
     np.cumsum(widths, out=offsets[1:])
-    data = np.concatenate([np.ascontiguousarray(m).ravel() for m in matrices])
-    if data.size and data.max() >= 0x80:
-        bounds = offsets.tolist()
-        return pa.array([data[a:b].tobytes().decode("ascii", errors="replace") for a, b in zip(bounds, bounds[1:])],
-                        type=pa.large_string())
-    return pa.LargeStringArray.from_buffers(len(widths), pa.py_buffer(offsets), pa.py_buffer(data))
+    return arrow_strings(offsets, np.concatenate([np.ascontiguousarray(m).ravel() for m in matrices]))
 
 
 def _in_hit_order(strings, hit_of: np.ndarray, count: int):

@@ -346,19 +346,30 @@ def string_column(offsets: np.ndarray, data: np.ndarray) -> pd.arrays.ArrowStrin
     """Packed strings (item h = data[offsets[h]:offsets[h + 1]]) as pandas' ``str`` column, zero-copy.
 
     The same dtype a column of Python strings gets, backed by one Arrow
-    buffer: no Python object per row, and it pickles and writes as Arrow.
-    Bytes outside ASCII (none in a validated reference) read as U+FFFD, as
-    ``bytes.decode("ascii", errors="replace")`` would.
+    buffer (:func:`arrow_strings`): no Python object per row, and it pickles
+    and writes as Arrow.
+    """
+    import pyarrow as pa
+
+    array = arrow_strings(offsets, data)
+    return pd.arrays.ArrowStringArray(pa.chunked_array([array], type=pa.large_string()), dtype=STRING_DTYPE)
+
+
+def arrow_strings(offsets: np.ndarray, data: np.ndarray):
+    """Packed strings (item h = data[offsets[h]:offsets[h + 1]], int64 offsets) as an Arrow large_string array.
+
+    The bytes are the array's buffer as they are; only a byte outside ASCII
+    (none in a validated reference) sends them through Python, where it reads
+    as U+FFFD, as ``bytes.decode("ascii", errors="replace")`` would.
     """
     import pyarrow as pa
 
     if data.size and int(data.max()) >= 0x80:
         text = data.tobytes()
-        strings = [text[a:b].decode("ascii", errors="replace") for a, b in zip(offsets[:-1], offsets[1:])]
-        array = pa.array(strings, type=pa.large_string())
-    else:
-        array = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-    return pd.arrays.ArrowStringArray(pa.chunked_array([array], type=pa.large_string()), dtype=STRING_DTYPE)
+        bounds = offsets.tolist()
+        return pa.array([text[a:b].decode("ascii", errors="replace") for a, b in zip(bounds, bounds[1:])],
+                        type=pa.large_string())
+    return pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 STRING_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
