@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import random
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +72,32 @@ def scan_stream(data: bytes, block_bytes: int, piece: int = 13):
     return layout, b"".join(p.tobytes() for p in parts)
 
 
+def bgzf_bytes(data: bytes, piece: int) -> bytes:
+    """``data`` as BGZF blocks of ``piece`` bytes each (written here from the SAM spec, 4.1:
+    a gzip member with the extra field 'BC' = block size - 1), then the empty EOF block."""
+    blocks = []
+    for start in range(0, len(data), piece) or [0]:
+        chunk = data[start:start + piece]
+        packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+        deflated = packer.compress(chunk) + packer.flush()
+        header_and_extra = 12 + 6
+        size = header_and_extra + len(deflated) + 8
+        blocks.append(b"\x1f\x8b\x08\x04" + b"\x00" * 4 + b"\x00\xff" + struct.pack("<HBBHH", 6, 66, 67, 2, size - 1)
+                      + deflated + struct.pack("<II", zlib.crc32(chunk), len(chunk)))
+    eof = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+    return b"".join(blocks[:-1] if not data else blocks) + eof
+
+
+def scan_bgzf(path: Path, data: bytes, piece: int, block_bytes: int):
+    from seqsift.io import decompress
+
+    path.write_bytes(bgzf_bytes(data, piece))
+    parts = []
+    with decompress.BgzfFile(str(path), decompress.bgzf_blocks(str(path))) as bgzf:
+        layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_bgzf(bgzf, block_bytes), parts.append, threads=3)
+    return layout, b"".join(p.tobytes() for p in parts)
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fai_is_byte_identical_to_pyfaidx(tmp_path, case, seed):
@@ -85,6 +113,11 @@ def test_fai_is_byte_identical_to_pyfaidx(tmp_path, case, seed):
         assert layout.total_bytes == len(text.encode())
         layout, bases = scan_stream(text.encode(), block_bytes)
         assert layout.fai_text() == expected_fai and bases == expected_bases, block_bytes
+    for piece, block_bytes in ((5, 1), (7, 16), (64, 61), (997, 1000), (65280, fasta_scan.BLOCK_BYTES)):
+        # batches of BGZF blocks end inside headers, inside lines and between '\r' and '\n'
+        layout, bases = scan_bgzf(tmp_path / "genome.fa.bgz", text.encode(), piece, block_bytes)
+        assert layout.fai_text() == expected_fai and bases == expected_bases, (piece, block_bytes)
+        assert layout.total_bytes == len(text.encode())
 
 
 @pytest.mark.parametrize("case", ["crlf", "blank_lines_between_records", "no_final_newline"])
@@ -114,6 +147,9 @@ def test_one_line_longer_than_a_block(tmp_path):
             assert layout.fai_text() == expected and bases == long_line + b"ACGT"
             layout, bases = scan_stream(data, block_bytes, piece=7)
             assert layout.fai_text() == expected and bases == long_line + b"ACGT"
+            # BGZF: the batches inside the long line scan nothing; the one before reaches over them
+            layout, bases = scan_bgzf(tmp_path / "long.fa.bgz", data, 97, block_bytes)
+            assert layout.fai_text() == expected and bases == long_line + b"ACGT"
 
 
 RAGGED = {
@@ -142,6 +178,38 @@ def test_trailing_blank_lines_are_regular(tmp_path):
     layout, bases = scan(path, 1 << 20)
     assert layout.fai_text() == "a\t6\t3\t4\t5\nb\t2\t17\t2\t3\n"
     assert bases == b"ACGTACGG"
+
+
+def test_bgzf_batches_cover_every_block_once(tmp_path):
+    from seqsift.io import decompress
+
+    data = genome_text(7)[0].encode()
+    path = tmp_path / "g.fa.bgz"
+    path.write_bytes(bgzf_bytes(data, 100))
+    with decompress.BgzfFile(str(path), decompress.bgzf_blocks(str(path))) as bgzf:
+        for size in (1, 99, 100, 101, 450, 10 ** 9):
+            batches = bgzf.batches(size)
+            assert [b for first, stop in batches for b in range(first, stop)] == list(range(bgzf.count))
+            assert all(stop > first for first, stop in batches)
+        out = np.empty(len(data), dtype=np.uint8)
+        bgzf.inflate_into(0, bgzf.count, out)
+        assert out.tobytes() == data
+
+
+def test_a_corrupt_bgzf_block_fails_naming_its_byte(tmp_path):
+    from seqsift.io import decompress
+
+    data = genome_text(8)[0].encode()
+    piece = len(data) // 6
+    packed = bytearray(bgzf_bytes(data, piece))
+    path = tmp_path / "bad.fa.bgz"
+    path.write_bytes(bytes(packed))
+    fourth = int(decompress.bgzf_blocks(str(path)).compressed[3])
+    packed[fourth + 20] ^= 0xFF  # inside the deflated data of block 3
+    path.write_bytes(bytes(packed))
+    with decompress.BgzfFile(str(path), decompress.bgzf_blocks(str(path))) as bgzf:
+        with pytest.raises(decompress.DecompressError, match=f"block at byte {fourth}"):
+            fasta_scan.scan_fasta(fasta_scan.blocks_of_bgzf(bgzf, piece), lambda part: None, threads=2)
 
 
 def test_gzip_library_falls_back_to_zlib(tmp_path, monkeypatch):

@@ -25,16 +25,20 @@ rewrites it with even lines (reference.py) and scans the copy.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from seqsift.io.decompress import BgzfFile
+
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "blocks_of_file",
-           "blocks_of_stream", "BLOCK_BYTES", "worker_threads"]
+           "blocks_of_stream", "blocks_of_bgzf", "BLOCK_BYTES", "worker_threads"]
 
 BLOCK_BYTES = 8 << 20
 """Bytes per scanned block. Small enough that each thread's temporaries are
@@ -186,6 +190,72 @@ def blocks_of_stream(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES) ->
         yield emit(data, last=True)
 
 
+def blocks_of_bgzf(bgzf: "BgzfFile", block_bytes: int = BLOCK_BYTES) -> Iterator[Callable[[], _Block]]:
+    """Blocks of a BGZF file, each made (inflated) by the scanning thread that scans it.
+
+    The file's blocks go in batches of about ``block_bytes`` uncompressed.
+    The scanned block of batch k runs from just after the first newline in
+    its batch (the file's start for the first) to just after the first
+    newline at or after the next batch's start: the task inflates its batch
+    and then the next batch's blocks one by one until that newline. Every
+    block so starts at a line's start, and the blocks tile the file. A batch
+    with no newline (inside a line longer than the batch) scans nothing; the
+    block before it reaches over it.
+    """
+    batches = bgzf.batches(block_bytes)
+    for k, (first, stop) in enumerate(batches):
+        yield functools.partial(_bgzf_block, bgzf, first, stop, k == 0)
+
+
+_inflated = threading.local()
+
+
+def _bgzf_block(bgzf: "BgzfFile", first: int, stop: int, at_file_start: bool) -> _Block:
+    begin = bgzf.uncompressed_start(first)
+    own = bgzf.uncompressed_start(stop) - begin
+    buffer = _inflate_buffer(own + (1 << 16))
+    bgzf.inflate_into(first, stop, buffer[:own])
+    start = 0
+    if not at_file_start:
+        newline = _first_newline(buffer[:own])
+        if newline < 0:
+            return _Block(buffer[:0], begin + own, False, False)
+        start = newline + 1
+    end, block = own, stop
+    while block < bgzf.count:  # on to the first newline at or after the next batch's start
+        size = bgzf.uncompressed_start(block + 1) - bgzf.uncompressed_start(block)
+        if len(buffer) < end + size:
+            buffer = _inflate_buffer(2 * (end + size), keep=end)
+        bgzf.inflate_into(block, block + 1, buffer[end:end + size])
+        newline = _first_newline(buffer[end:end + size])
+        block += 1
+        if newline >= 0:
+            end += newline + 1
+            break
+        end += size
+    return _Block(buffer[start:end], begin + start, False, begin + end == bgzf.blocks.total)
+
+
+def _inflate_buffer(size: int, keep: int = 0) -> np.ndarray:
+    """This thread's reusable buffer of at least ``size`` bytes, its first ``keep`` kept when it grows."""
+    buffer = getattr(_inflated, "buffer", None)
+    if buffer is None or len(buffer) < size:
+        grown = np.empty(size, dtype=np.uint8)
+        if keep:
+            grown[:keep] = buffer[:keep]
+        buffer = _inflated.buffer = grown
+    return buffer
+
+
+def _first_newline(data: np.ndarray) -> int:
+    """Index of the first '\\n' in ``data``, or -1 (looked for in the first 64 KiB first: lines are short)."""
+    for window in (data[:1 << 16], data):
+        found = np.flatnonzero(window == _NEWLINE)
+        if len(found):
+            return int(found[0])
+    return -1
+
+
 # --------------------------------------------------------------------------
 # One block: lines as arrays, and the block's sequence bytes
 # --------------------------------------------------------------------------
@@ -284,10 +354,11 @@ class Destination(Protocol):
         concatenated records, or None to drop them (the destination gave up)."""
 
 
-def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | None = None,
+def scan_fasta(blocks: Iterable[_Block | Callable[[], _Block]], sink: Callable[[np.ndarray], None] | None = None,
                threads: int | None = None, require_regular: bool = True, check_ascii: bool = True,
                destination: Destination | None = None, header_errors: str = "strict") -> FastaLayout:
-    """Scan ``blocks`` (from blocks_of_file / blocks_of_stream) into a FastaLayout.
+    """Scan ``blocks`` (from blocks_of_file / blocks_of_stream, or functions that make a block
+    on the scanning thread, from blocks_of_bgzf) into a FastaLayout.
 
     The bases of every record, in file order (record i's are the next
     ``lengths[i]``), go to ``sink`` (called in this thread with uint8 arrays)
@@ -314,7 +385,7 @@ def scan_fasta(blocks: Iterable[_Block], sink: Callable[[np.ndarray], None] | No
     return _layout(parts, require_regular, header_errors)
 
 
-def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block], ahead: int,
+def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block | Callable[[], _Block]], ahead: int,
               destination: Destination | None) -> Iterator[_Lines]:
     """Scan blocks on the pool, at most ``ahead`` at once, yielding results in order.
 
@@ -335,9 +406,10 @@ def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block], ahead: int,
         yield queue.pop(0).result()
 
 
-def _scan_and_place(block: _Block, destination: Destination | None, before: Future, after: Future) -> _Lines:
+def _scan_and_place(block: _Block | Callable[[], _Block], destination: Destination | None, before: Future,
+                    after: Future) -> _Lines:
     try:
-        lines = _scan_block(block)
+        lines = _scan_block(block() if callable(block) else block)
         offset, seen_header = before.result()
     except BaseException as err:
         after.set_exception(err)  # the tasks after this one fail too, instead of waiting forever

@@ -411,7 +411,7 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
     writer = None
     bgzf_blocks = None
     try:
-        with reading(display):
+        with reading(display), ExitStack() as stack:
             size = os.path.getsize(target)
             if kind == _PLAIN:
                 blocks, capacity = fasta_scan.blocks_of_file(str(target)), size
@@ -420,7 +420,8 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
             else:
                 bgzf_blocks = decompress.bgzf_blocks(str(target))
                 capacity = bgzf_blocks.total
-                blocks = fasta_scan.blocks_of_stream(decompress.bgzf_chunks(str(target), bgzf_blocks, threads))
+                bgzf = stack.enter_context(decompress.BgzfFile(str(target), bgzf_blocks))
+                blocks = fasta_scan.blocks_of_bgzf(bgzf)
             if genome_file is not None:
                 writer = _SafeWriter(genome_file, fingerprint, display, capacity)
             layout = fasta_scan.scan_fasta(blocks, threads=threads, destination=writer)
