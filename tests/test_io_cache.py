@@ -222,10 +222,10 @@ def test_cache_write_failure_costs_only_the_cache(tmp_path, private_cache, monke
 
     from seqsift.io import genome_cache
 
-    def full(self, offset, count):
+    def full(self, offset, sequence):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(genome_cache.CacheWriter, "region", full)
+    monkeypatch.setattr(genome_cache.CacheWriter, "write", full)
     records, _ = genome()
     path = write(tmp_path / "g.fa", fasta_bytes(records), "plain")
     ref = open_reference(path)

@@ -59,9 +59,11 @@ def pyfaidx_index(path: Path) -> str:
     return index.read_text()
 
 
-def scan(path: Path, block_bytes: int):
+def scan(path: Path, block_bytes: int, piece: int = 7):
+    """Read by the scanning threads themselves, in ``piece``-byte units, ``block_bytes`` per block."""
     parts = []
-    layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_file(str(path), block_bytes), parts.append, threads=2)
+    with fasta_scan.PlainFile(str(path), piece) as source:
+        layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_source(source, block_bytes), parts.append, threads=3)
     return layout, b"".join(p.tobytes() for p in parts)
 
 
@@ -94,7 +96,7 @@ def scan_bgzf(path: Path, data: bytes, piece: int, block_bytes: int):
     path.write_bytes(bgzf_bytes(data, piece))
     parts = []
     with decompress.BgzfFile(str(path), decompress.bgzf_blocks(str(path))) as bgzf:
-        layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_bgzf(bgzf, block_bytes), parts.append, threads=3)
+        layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_source(bgzf, block_bytes), parts.append, threads=3)
     return layout, b"".join(p.tobytes() for p in parts)
 
 
@@ -180,20 +182,31 @@ def test_trailing_blank_lines_are_regular(tmp_path):
     assert bases == b"ACGTACGG"
 
 
-def test_bgzf_batches_cover_every_block_once(tmp_path):
+@pytest.mark.parametrize("members_reader", [True, False], ids=["isal-members", "block-by-block"])
+def test_bgzf_batches_inflate_every_block_once(tmp_path, monkeypatch, members_reader):
     from seqsift.io import decompress
 
+    if not members_reader:
+        monkeypatch.setattr(decompress, "_members_reader", None)
     data = genome_text(7)[0].encode()
     path = tmp_path / "g.fa.bgz"
     path.write_bytes(bgzf_bytes(data, 100))
     with decompress.BgzfFile(str(path), decompress.bgzf_blocks(str(path))) as bgzf:
+        count = len(bgzf.starts)
         for size in (1, 99, 100, 101, 450, 10 ** 9):
-            batches = bgzf.batches(size)
-            assert [b for first, stop in batches for b in range(first, stop)] == list(range(bgzf.count))
-            assert all(stop > first for first, stop in batches)
-        out = np.empty(len(data), dtype=np.uint8)
-        bgzf.inflate_into(0, bgzf.count, out)
-        assert out.tobytes() == data
+            batches = fasta_scan._batches(bgzf.starts, bgzf.total, size)
+            assert [b for first, stop in batches for b in range(first, stop)] == list(range(count))
+        pieces = []
+        for first, stop in fasta_scan._batches(bgzf.starts, bgzf.total, 450):
+            end = bgzf.total if stop == count else int(bgzf.starts[stop])
+            out = np.empty(end - int(bgzf.starts[first]), dtype=np.uint8)
+            bgzf.read_into(first, stop, out)
+            pieces.append(out.tobytes())
+        assert b"".join(pieces) == data
+    plain = tmp_path / "plain.fa"
+    plain.write_bytes(data)
+    (layout, bases), (plain_layout, plain_bases) = scan_bgzf(tmp_path / "again.fa.bgz", data, 100, 450), scan(plain, 450)
+    assert layout.fai_text() == plain_layout.fai_text() and bases == plain_bases
 
 
 def test_a_corrupt_bgzf_block_fails_naming_its_byte(tmp_path):
@@ -209,7 +222,7 @@ def test_a_corrupt_bgzf_block_fails_naming_its_byte(tmp_path):
     path.write_bytes(bytes(packed))
     with decompress.BgzfFile(str(path), decompress.bgzf_blocks(str(path))) as bgzf:
         with pytest.raises(decompress.DecompressError, match=f"block at byte {fourth}"):
-            fasta_scan.scan_fasta(fasta_scan.blocks_of_bgzf(bgzf, piece), lambda part: None, threads=2)
+            fasta_scan.scan_fasta(fasta_scan.blocks_of_source(bgzf, piece), lambda part: None, threads=2)
 
 
 def test_gzip_library_falls_back_to_zlib(tmp_path, monkeypatch):

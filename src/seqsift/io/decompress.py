@@ -191,7 +191,8 @@ except ImportError:
 
 
 class BgzfFile:
-    """A BGZF file whose blocks any thread inflates on request, into an array it is given.
+    """A BGZF file whose blocks any thread inflates on request, into an array it is given
+    (a fasta_scan.BlockSource whose units are the blocks).
 
     Compressed bytes are read with ``os.pread`` into a buffer per thread,
     reused (no memory map: faulting in the pages of a map from many threads
@@ -201,6 +202,7 @@ class BgzfFile:
 
     def __init__(self, path: str, blocks: BgzfBlocks):
         self.blocks = blocks
+        self.starts, self.total = blocks.uncompressed, blocks.total  # (a fasta_scan.BlockSource)
         self._inflate = gzip_library()[2]
         self._failures = decompress_failures()
         self._fd = os.open(path, os.O_RDONLY)
@@ -215,24 +217,7 @@ class BgzfFile:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @property
-    def count(self) -> int:
-        return len(self.blocks.compressed)
-
-    def uncompressed_start(self, block: int) -> int:
-        """Offset in the uncompressed file of block ``block`` (``count``: the file's size)."""
-        return self.blocks.total if block >= self.count else int(self.blocks.uncompressed[block])
-
-    def batches(self, uncompressed_bytes: int) -> list[tuple[int, int]]:
-        """Consecutive (first, stop) block ranges of about ``uncompressed_bytes`` each, covering every block."""
-        if not self.count:
-            return []
-        wanted = np.arange(0, self.blocks.total, max(1, uncompressed_bytes))
-        firsts = np.unique(np.searchsorted(self.blocks.uncompressed, wanted, side="right") - 1)
-        stops = np.append(firsts[1:], self.count)
-        return list(zip(firsts.tolist(), stops.tolist()))
-
-    def inflate_into(self, first: int, stop: int, out: np.ndarray) -> None:
+    def read_into(self, first: int, stop: int, out: np.ndarray) -> None:
         """Inflate blocks [first, stop) into ``out`` (uint8, exactly their uncompressed size)."""
         if first >= stop:
             return

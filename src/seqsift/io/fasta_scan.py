@@ -1,17 +1,22 @@
 """One pass over a FASTA file's bytes: its ``.fai`` index and its bases without line breaks.
 
 :func:`scan_fasta` reads the (uncompressed) bytes of a FASTA file once, in
-blocks of ``BLOCK_BYTES`` cut just after a newline, and hands the blocks to
-a thread pool (NumPy releases the GIL, so blocks are scanned on every core).
-There is no Python loop per line or per record: each block's newlines are
-found with one vectorized comparison, and the lines become runs of identical
-lines (length, carriage return, '>' flag). When every block is in, the
-records' ``.fai`` columns (samtools' format, as pyfaidx writes it: name,
-length, offset, bases per line, bytes per line) come from those runs, again
-vectorized. The sequence bytes themselves (header lines and line endings
-dropped, case kept) go to a ``sink`` in order, or are copied by the scanning
-threads straight into a ``destination``: the genome cache
-(:mod:`seqsift.io.genome_cache`) is written in the same pass.
+blocks of about ``BLOCK_BYTES`` that start at a line's start, on a thread
+pool (NumPy, ``os.preadv`` and the inflaters release the GIL, so blocks are
+read and scanned on every core). A plain file and a BGZF file are read by
+the scanning threads themselves (:func:`blocks_of_source`: each reads or
+inflates its own stretch of the file, then extends it to the next newline);
+a gzip stream, which only one thread can inflate, is cut into blocks as it
+comes (:func:`blocks_of_stream`). There is no Python loop per line or per
+record: each block's newlines are found with one vectorized comparison, and
+the lines become runs of identical lines (length, carriage return, '>'
+flag). When every block is in, the records' ``.fai`` columns (samtools'
+format, as pyfaidx writes it: name, length, offset, bases per line, bytes
+per line) come from those runs, again vectorized. The sequence bytes
+themselves (header lines and line endings dropped, case kept) go to a
+``sink`` in order, or are written by the scanning threads straight to a
+``destination``: the genome cache (:mod:`seqsift.io.genome_cache`) is
+written in the same pass.
 
 A record is *regular* (describable by a ``.fai``) when all its sequence lines
 have the length of its first one, except the last non-blank line, which may
@@ -25,20 +30,19 @@ rewrites it with even lines (reference.py) and scans the copy.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from seqsift.io.decompress import BgzfFile
 
-__all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "blocks_of_file",
-           "blocks_of_stream", "blocks_of_bgzf", "BLOCK_BYTES", "worker_threads"]
+__all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
+           "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads"]
 
 BLOCK_BYTES = 8 << 20
 """Bytes per scanned block. Small enough that each thread's temporaries are
@@ -93,53 +97,58 @@ class FastaLayout:
 
 
 # --------------------------------------------------------------------------
-# Blocks: cut just after a newline, so that lines rarely straddle two blocks
+# Blocks: each starts at a line's start (a stream's may start inside a long line)
 # --------------------------------------------------------------------------
 
 @dataclass
 class _Block:
     data: np.ndarray      # uint8 view of the bytes
-    base: int             # offset of data[0] in the uncompressed file
     continues_line: bool  # data[0] is not at the start of a line (the previous block had no newline)
-    last: bool            # the file ends with this block
 
 
-def blocks_of_file(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[_Block]:
-    """Blocks of a plain file, each read straight into its own buffer.
+class BlockSource(Protocol):
+    """A file whose (uncompressed) bytes any thread can read, by units: the 64 KiB
+    pieces of a plain file (:class:`PlainFile`) or the blocks of a BGZF file
+    (:class:`seqsift.io.decompress.BgzfFile`)."""
 
-    ``readinto`` from the page cache costs a memory copy (about 0.07 s of
-    CPU per GB here); touching a memory map of the file instead cost 0.6 to
-    0.9 s per GB in page faults. The few bytes after a block's last newline
-    are moved to the front of the next block's buffer.
+    starts: np.ndarray  # int64, ascending: where each unit starts in the file
+    total: int          # the file's size
+
+    def read_into(self, first: int, stop: int, out: np.ndarray) -> None:
+        """Units [first, stop) into ``out`` (uint8, exactly their size)."""
+
+
+class PlainFile:
+    """A plain file, read with ``os.preadv`` from any thread in units of ``piece`` bytes.
+
+    Each scanning thread reads its own block into a buffer it reuses: from
+    the page cache that costs a memory copy (about 0.07 s of CPU per GB), on
+    every core at once. (One thread reading for all of them ran at 3 GB/s on
+    the H100 host, the whole open's speed; touching a memory map of the file
+    instead cost 0.6 to 0.9 s per GB in page faults.)
     """
-    size = os.path.getsize(path)
-    base, continues = 0, False
-    carry = np.zeros(0, dtype=np.uint8)
-    with open(path, "rb", buffering=0) as f:
-        while True:
-            buffer = np.empty(len(carry) + block_bytes, dtype=np.uint8)
-            buffer[:len(carry)] = carry
-            filled = len(carry)
-            while filled < len(buffer):
-                got = f.readinto(memoryview(buffer)[filled:])
-                if not got:
-                    break
-                filled += got
-            data = buffer[:filled]
-            last = filled < len(buffer) or base + filled >= size
-            if not filled:
-                return
-            if last:
-                yield _Block(data, base, continues, True)
-                return
-            cut = _cut(data, continues)
-            if cut == 0:  # a header longer than a block: read on until its end
-                carry = data
-                continue
-            yield _Block(data[:cut], base, continues, False)
-            carry = data[cut:].copy()
-            continues = data[cut - 1] != _NEWLINE
-            base += cut
+
+    def __init__(self, path: str, piece: int = 1 << 16):
+        self.fd = os.open(path, os.O_RDONLY)
+        self.total = os.fstat(self.fd).st_size
+        self.starts = np.arange(0, self.total, piece, dtype=np.int64)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> "PlainFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def read_into(self, first: int, stop: int, out: np.ndarray) -> None:
+        offset, filled, target = int(self.starts[first]), 0, memoryview(out)
+        while filled < len(out):
+            got = os.preadv(self.fd, [target[filled:]], offset + filled)
+            if not got:
+                raise OSError(errno.EIO, "the file got shorter while it was read")
+            filled += got
 
 
 def _cut(data: np.ndarray, continues: bool) -> int:
@@ -157,16 +166,15 @@ def _cut(data: np.ndarray, continues: bool) -> int:
 
 def blocks_of_stream(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES) -> Iterator[_Block]:
     """Blocks of a stream of byte chunks (a decompressor's output), re-cut after newlines
-    (as blocks_of_file)."""
+    (a gzip stream, which only one thread can inflate)."""
     carry = b""
-    base, continues = 0, False
+    continues = False
     pending: list[bytes] = []
     pending_size = 0
 
-    def emit(data: bytes | memoryview, last: bool) -> _Block:
-        nonlocal base, continues
-        block = _Block(np.frombuffer(data, dtype=np.uint8), base, continues, last)
-        base += len(data)
+    def emit(data: bytes | memoryview) -> _Block:
+        nonlocal continues
+        block = _Block(np.frombuffer(data, dtype=np.uint8), continues)
         continues = bool(data) and data[-1] != _NEWLINE
         return block
 
@@ -184,66 +192,79 @@ def blocks_of_stream(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES) ->
             carry = data  # a header longer than a block: wait for its end
             continue
         carry = data[cut:]
-        yield emit(memoryview(data)[:cut], last=False)
+        yield emit(memoryview(data)[:cut])
     data = carry + b"".join(pending)
     if data:
-        yield emit(data, last=True)
+        yield emit(data)
 
 
-def blocks_of_bgzf(bgzf: "BgzfFile", block_bytes: int = BLOCK_BYTES) -> Iterator[Callable[[], _Block]]:
-    """Blocks of a BGZF file, each made (inflated) by the scanning thread that scans it.
+def blocks_of_source(source: BlockSource, block_bytes: int = BLOCK_BYTES) -> Iterator[Callable[[], _Block]]:
+    """Blocks of ``source``, each read (inflated) by the scanning thread that scans it.
 
-    The file's blocks go in batches of about ``block_bytes`` uncompressed.
-    The scanned block of batch k runs from just after the first newline in
-    its batch (the file's start for the first) to just after the first
-    newline at or after the next batch's start: the task inflates its batch
-    and then the next batch's blocks one by one until that newline. Every
-    block so starts at a line's start, and the blocks tile the file. A batch
-    with no newline (inside a line longer than the batch) scans nothing; the
-    block before it reaches over it.
+    The source's units go in batches of about ``block_bytes``. The scanned
+    block of batch k runs from just after the first newline in its batch
+    (the file's start for the first) to just after the first newline at or
+    after the next batch's start: the task reads its batch and then the next
+    batch's units one by one until that newline. Every block so starts at a
+    line's start (a header is never cut), and the blocks tile the file. A
+    batch with no newline (inside a line longer than the batch) scans
+    nothing; the block before it reaches over it.
     """
-    batches = bgzf.batches(block_bytes)
-    for k, (first, stop) in enumerate(batches):
-        yield functools.partial(_bgzf_block, bgzf, first, stop, k == 0)
+    for k, (first, stop) in enumerate(_batches(source.starts, source.total, block_bytes)):
+        yield functools.partial(_read_block, source, first, stop, k == 0)
 
 
-_inflated = threading.local()
+def _batches(starts: np.ndarray, total: int, batch_bytes: int) -> list[tuple[int, int]]:
+    """Consecutive (first, stop) unit ranges of about ``batch_bytes`` each, covering every unit."""
+    if not len(starts):
+        return []
+    wanted = np.arange(0, total, max(1, batch_bytes))
+    firsts = np.unique(np.searchsorted(starts, wanted, side="right") - 1)
+    return list(zip(firsts.tolist(), np.append(firsts[1:], len(starts)).tolist()))
 
 
-def _bgzf_block(bgzf: "BgzfFile", first: int, stop: int, at_file_start: bool) -> _Block:
-    begin = bgzf.uncompressed_start(first)
-    own = bgzf.uncompressed_start(stop) - begin
-    buffer = _inflate_buffer(own + (1 << 16))
-    bgzf.inflate_into(first, stop, buffer[:own])
+_buffers = threading.local()
+
+
+def _read_block(source: BlockSource, first: int, stop: int, at_file_start: bool) -> _Block:
+    units = len(source.starts)
+
+    def start_of(unit: int) -> int:
+        return source.total if unit >= units else int(source.starts[unit])
+
+    begin = start_of(first)
+    own = start_of(stop) - begin
+    buffer = _block_buffer(own + (1 << 16))
+    source.read_into(first, stop, buffer[:own])
     start = 0
     if not at_file_start:
         newline = _first_newline(buffer[:own])
         if newline < 0:
-            return _Block(buffer[:0], begin + own, False, False)
+            return _Block(buffer[:0], False)
         start = newline + 1
-    end, block = own, stop
-    while block < bgzf.count:  # on to the first newline at or after the next batch's start
-        size = bgzf.uncompressed_start(block + 1) - bgzf.uncompressed_start(block)
+    end, unit = own, stop
+    while unit < units:  # on to the first newline at or after the next batch's start
+        size = start_of(unit + 1) - start_of(unit)
         if len(buffer) < end + size:
-            buffer = _inflate_buffer(2 * (end + size), keep=end)
-        bgzf.inflate_into(block, block + 1, buffer[end:end + size])
+            buffer = _block_buffer(2 * (end + size), keep=end)
+        source.read_into(unit, unit + 1, buffer[end:end + size])
         newline = _first_newline(buffer[end:end + size])
-        block += 1
+        unit += 1
         if newline >= 0:
             end += newline + 1
             break
         end += size
-    return _Block(buffer[start:end], begin + start, False, begin + end == bgzf.blocks.total)
+    return _Block(buffer[start:end], False)
 
 
-def _inflate_buffer(size: int, keep: int = 0) -> np.ndarray:
+def _block_buffer(size: int, keep: int = 0) -> np.ndarray:
     """This thread's reusable buffer of at least ``size`` bytes, its first ``keep`` kept when it grows."""
-    buffer = getattr(_inflated, "buffer", None)
+    buffer = getattr(_buffers, "buffer", None)
     if buffer is None or len(buffer) < size:
         grown = np.empty(size, dtype=np.uint8)
         if keep:
             grown[:keep] = buffer[:keep]
-        buffer = _inflated.buffer = grown
+        buffer = _buffers.buffer = grown
     return buffer
 
 
@@ -316,7 +337,7 @@ def _scan_block(block: _Block) -> _Lines:
     header = nonempty & (data[np.minimum(starts, size - 1)] == _GT)
     if block.continues_line and len(header):
         header[0] = False  # the line began in the previous block, as a sequence line
-    heads = np.flatnonzero(header)  # (a header line is never cut: see blocks_of_file)
+    heads = np.flatnonzero(header)  # (a header line is never cut: see _cut)
     text_ends = ends[heads] - carriage[heads]
     header_text = [data[a + 1:b].tobytes() for a, b in zip(starts[heads].tolist(), text_ends.tolist())]
 
@@ -347,18 +368,17 @@ def _scan_block(block: _Block) -> _Lines:
 # --------------------------------------------------------------------------
 
 class Destination(Protocol):
-    """Where scan_fasta places the bases itself, from its threads (the genome cache)."""
+    """Where scan_fasta's threads put the bases themselves (the genome cache)."""
 
-    def region(self, offset: int, count: int) -> np.ndarray | None:
-        """A writable uint8 array for bases ``[offset, offset + count)`` of the file's
-        concatenated records, or None to drop them (the destination gave up)."""
+    def write(self, offset: int, sequence: np.ndarray) -> None:
+        """Bases ``[offset, offset + len(sequence))`` of the file's concatenated records (from any thread)."""
 
 
 def scan_fasta(blocks: Iterable[_Block | Callable[[], _Block]], sink: Callable[[np.ndarray], None] | None = None,
                threads: int | None = None, require_regular: bool = True, check_ascii: bool = True,
                destination: Destination | None = None, header_errors: str = "strict") -> FastaLayout:
-    """Scan ``blocks`` (from blocks_of_file / blocks_of_stream, or functions that make a block
-    on the scanning thread, from blocks_of_bgzf) into a FastaLayout.
+    """Scan ``blocks`` (from blocks_of_stream, or functions that make a block on the scanning
+    thread, from blocks_of_source) into a FastaLayout.
 
     The bases of every record, in file order (record i's are the next
     ``lengths[i]``), go to ``sink`` (called in this thread with uint8 arrays)
@@ -419,9 +439,7 @@ def _scan_and_place(block: _Block | Callable[[], _Block], destination: Destinati
         sequence = sequence[lines.before_first_header:] if lines.before_first_header >= 0 else sequence[:0]
     after.set_result((offset + len(sequence), seen_header or bool(lines.header_text)))
     if destination is not None and len(sequence):
-        region = destination.region(offset, len(sequence))
-        if region is not None:
-            np.copyto(region, sequence)
+        destination.write(offset, sequence)
     lines.sequence = sequence
     return lines
 

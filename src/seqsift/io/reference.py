@@ -414,14 +414,14 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
         with reading(display), ExitStack() as stack:
             size = os.path.getsize(target)
             if kind == _PLAIN:
-                blocks, capacity = fasta_scan.blocks_of_file(str(target)), size
+                source = stack.enter_context(fasta_scan.PlainFile(str(target)))
+                blocks, capacity = fasta_scan.blocks_of_source(source), size
             elif kind == _GZIP:
                 blocks, capacity = fasta_scan.blocks_of_stream(decompress.gzip_chunks(str(target))), 4 * size
             else:
                 bgzf_blocks = decompress.bgzf_blocks(str(target))
-                capacity = bgzf_blocks.total
-                bgzf = stack.enter_context(decompress.BgzfFile(str(target), bgzf_blocks))
-                blocks = fasta_scan.blocks_of_bgzf(bgzf)
+                source = stack.enter_context(decompress.BgzfFile(str(target), bgzf_blocks))
+                blocks, capacity = fasta_scan.blocks_of_source(source), bgzf_blocks.total
             if genome_file is not None:
                 writer = _SafeWriter(genome_file, fingerprint, display, capacity)
             layout = fasta_scan.scan_fasta(blocks, threads=threads, destination=writer)
@@ -450,37 +450,47 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
 
 class _SafeWriter:
     """A CacheWriter whose failures (disk full, say) cost the cache, never the job
-    (a fasta_scan.Destination: region() returns None once it has given up)."""
+    (a fasta_scan.Destination, written from the scanning threads).
+
+    A write that fails only marks the cache lost (later writes go nowhere);
+    the file is closed and removed by ``finish`` or ``abandon``, which the
+    caller calls once the scanning threads are done, never under a thread
+    that may still be writing to it.
+    """
 
     def __init__(self, path: Path, fingerprint: bytes, display: str, capacity: int):
         self.display = display
         self.writer: CacheWriter | None = None
+        self.lost = False   # a write failed: the cache is given up
+        self._losing = threading.Lock()
         try:
             self.writer = CacheWriter(path, fingerprint, capacity)
         except OSError as err:
-            self._give_up(err)
+            self._lose(err)
 
-    def _give_up(self, err: OSError) -> None:
-        note(f"cannot write the genome cache of {self.display} ({err.strerror or err}); going on without it")
-        self.abandon()
+    def _lose(self, err: OSError) -> None:
+        with self._losing:
+            first, self.lost = not self.lost, True
+        if first:
+            note(f"cannot write the genome cache of {self.display} ({err.strerror or err}); going on without it")
 
-    def region(self, offset: int, count: int) -> np.ndarray | None:
-        writer = self.writer
-        if writer is None:
-            return None
+    def write(self, offset: int, sequence: np.ndarray) -> None:
+        if self.writer is None or self.lost:
+            return
         try:
-            return writer.region(offset, count)
+            self.writer.write(offset, sequence)
         except OSError as err:
-            self._give_up(err)
-            return None
+            self._lose(err)
 
     def finish(self, table: dict) -> GenomeCache | None:
-        if self.writer is None:
+        if self.writer is None or self.lost:
+            self.abandon()
             return None
         try:
             return self.writer.finish(table)
         except OSError as err:
-            self._give_up(err)
+            self._lose(err)
+            self.abandon()
             return None
 
     def abandon(self) -> None:
