@@ -441,10 +441,12 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
         if writer:
             writer.abandon()
         raise
-    fai, gzi = _write_index(target, kind, cache, layout, bgzf_blocks)
     table = {"names": list(layout.names), "kind": kind,
              **{c: getattr(layout, c).tolist() for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
     genome = writer.finish(table) if writer else None
+    # The index after the cache: a job started meanwhile that finds the index but no cache reads
+    # through the index (open_reference), so it must never see the one without the other.
+    fai, gzi = _write_index(target, kind, cache, layout, bgzf_blocks)
     return layout, genome, fai, gzi
 
 
