@@ -2,6 +2,7 @@
 
 The oracle for the index is pyfaidx itself (``pyfaidx.Faidx(path)`` builds
 one); the oracle for the bases is the file's own text split into lines here.
+Each test runs with both ways a block's bases are gathered (``sequence_path``).
 Block sizes far below the real 64 MiB put block boundaries inside headers,
 inside lines and between '\\r' and '\\n', which must change nothing.
 """
@@ -21,6 +22,13 @@ from seqsift.io import fasta_scan
 from seqsift.io.reference import open_reference
 
 BLOCK_SIZES = [16, 61, 1000, fasta_scan.BLOCK_BYTES]
+
+
+@pytest.fixture(autouse=True, params=["by-runs", "by-mask"])
+def sequence_path(request, monkeypatch):
+    """Every test here twice: a block's bases copied run by run of equal lines, and through a mask of
+    the bytes to keep (the scanner picks by the number of runs; both must give the same bytes)."""
+    monkeypatch.setattr(fasta_scan, "_FEW_RUNS", 10 ** 9 if request.param == "by-runs" else -1)
 
 
 def genome_text(seed: int, eol: str = "\n", blank_between: bool = False, final_newline: bool = True,
