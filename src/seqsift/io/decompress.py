@@ -20,10 +20,11 @@ import os
 import queue
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import numpy as np
+
+from .genome_cache import read_file_into
 
 __all__ = ["gzip_chunks", "BgzfBlocks", "BgzfFile", "bgzf_blocks", "write_gzi", "DecompressError",
            "gzip_library", "decompress_failures"]
@@ -224,8 +225,10 @@ class BgzfFile:
         begin = int(self.blocks.compressed[first])
         end = int(self.blocks.compressed[stop - 1] + self.blocks.sizes[stop - 1])
         raw = self._compressed_buffer(end - begin)
-        if os.preadv(self._fd, [raw], begin) != end - begin:
-            raise DecompressError(f"the file ended inside the BGZF block at byte {begin} or after")
+        try:
+            read_file_into(self._fd, raw, begin)
+        except EOFError:
+            raise DecompressError(f"the file ended inside the BGZF block at byte {begin} or after") from None
         if _members_reader is not None:
             try:
                 self._inflate_members(raw, out)

@@ -40,6 +40,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
+from .genome_cache import read_file_into
 
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
            "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads"]
@@ -143,12 +144,10 @@ class PlainFile:
         self.close()
 
     def read_into(self, first: int, stop: int, out: np.ndarray) -> None:
-        offset, filled, target = int(self.starts[first]), 0, memoryview(out)
-        while filled < len(out):
-            got = os.preadv(self.fd, [target[filled:]], offset + filled)
-            if not got:
-                raise OSError(errno.EIO, "the file got shorter while it was read")
-            filled += got
+        try:
+            read_file_into(self.fd, out, int(self.starts[first]))
+        except EOFError:
+            raise OSError(errno.EIO, "the file got shorter while it was read") from None
 
 
 def _cut(data: np.ndarray, continues: bool) -> int:
