@@ -1,0 +1,140 @@
+"""When each thread of one seqsift command does what: a timeline of its stages, for finding the host's waits.
+
+    python benchmarks/timeline_cli.py -- search genome.fa guides.fa -k 3 --metric edit -o hits.parquet
+
+Runs ``seqsift.cli.main(argv)`` in this process with a few of seqsift's
+functions wrapped to note, per thread, when they began and ended: opening
+the reference, starting the cluster, submitting, each task's window read and
+GPU upload (``upload``; ``fill`` is the part spent reading the file into the
+pinned buffers), its kernels, locating and sorting its hits, and the client's
+merge and write. Prints per thread the seconds in each stage and the span
+from its first start to its last end, the first calls of each stage in time
+order, and how much of the span of the kernel calls the GPU had a kernel
+call running (their union). Nothing waits for the device that the job did
+not wait for itself, so a kernel call ends when its hits are back on the host.
+
+Unlike ``profile_cli.py`` (where the time goes, sampled) this says when: how
+long the first kernel waits after the process starts, and whether the GPU
+idles between kernels. The ``imports`` stage loads what the command loads
+inside ``main`` (pandas, Dask, Numba with seqsift's engine); CuPy loads in
+the first task. Tasks show only where the worker runs in this process (one
+GPU); with worker processes only the client's stages do. For finding the
+host's costs, not for reporting speed (bench_end_to_end.py).
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import os
+import sys
+import threading
+import time
+
+T0 = time.perf_counter()
+_events: list[tuple[str, str, float, float]] = []
+_lock = threading.Lock()
+
+
+def note(label: str, began: float, ended: float) -> None:
+    with _lock:
+        _events.append((threading.current_thread().name, label, began - T0, ended - T0))
+
+
+def wrap(owner, name: str, label: str) -> None:
+    """Replace ``owner.name`` by a function noting each call's interval as ``label``."""
+    function = getattr(owner, name)
+
+    @functools.wraps(function)
+    def noted(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            note(label, began, time.perf_counter())
+
+    setattr(owner, name, noted)
+
+
+def instrument() -> None:
+    """Wrap the stages. Functions that tasks find as module globals at call time: Dask pickles the task
+    function itself, so ``run_task`` stays as it is."""
+    from seqsift import engine
+    from seqsift.engine import output, run, task
+    from seqsift.kernels import cuda as kernels_cuda
+    import seqsift.cluster as cluster
+
+    for owner, name, label in [
+            (engine, "open_reference", "open"), (cluster, "in_process_cluster", "cluster start"),
+            (run, "submit_tasks", "submit"), (task, "_search_chunks", "task"), (task, "read_chunk", "read window"),
+            (kernels_cuda, "upload_and_encode", "upload"), (task.kernels, "find_ends", "kernel"),
+            (task, "_rows_for_chunk", "locate"), (task, "sort_rows", "sort"),
+            (run.OrderedMerger, "add_group", "merge"), (output.HitWriter, "write", "write"),
+            (output.HitWriter, "close", "close output")]:
+        wrap(owner, name, label)
+    unwrapped_filler = kernels_cuda._filler
+
+    @contextlib.contextmanager
+    def noted_filler(source):
+        with unwrapped_filler(source) as fill:
+            def noted_fill(buffer, first):
+                began = time.perf_counter()
+                fill(buffer, first)
+                note("fill", began, time.perf_counter())
+            yield noted_fill
+
+    kernels_cuda._filler = noted_filler
+
+
+def report() -> None:
+    seconds = collections.defaultdict(lambda: collections.defaultdict(float))
+    spans: dict[tuple[str, str], list[float]] = {}
+    for thread, label, began, ended in _events:
+        seconds[thread][label] += ended - began
+        span = spans.setdefault((thread, label), [began, ended])
+        span[0], span[1] = min(span[0], began), max(span[1], ended)
+    for thread, by_label in seconds.items():
+        print(f"  {thread[:30]:30s} " + "  ".join(
+            f"{label} {total:.2f} [{spans[(thread, label)][0]:.2f}-{spans[(thread, label)][1]:.2f}]"
+            for label, total in sorted(by_label.items(), key=lambda item: spans[(thread, item[0])][0])))
+    print("first calls:")
+    shown = collections.Counter()
+    for thread, label, began, ended in sorted(_events, key=lambda event: event[2]):
+        shown[(thread, label)] += 1
+        if shown[(thread, label)] == 1 and label != "fill":
+            print(f"    {began:6.3f}-{ended:6.3f} {thread[:30]:30s} {label}")
+    kernels = sorted((began, ended) for _, label, began, ended in _events if label == "kernel")
+    busy, current = 0.0, None
+    for began, ended in kernels:
+        if current is None or began > current[1]:
+            busy += current[1] - current[0] if current else 0.0
+            current = [began, ended]
+        else:
+            current[1] = max(current[1], ended)
+    if current:
+        busy += current[1] - current[0]
+        print(f"kernel calls: {len(kernels)}, running {busy:.2f} s of the {current[1] - kernels[0][0]:.2f} s "
+              f"from the first one's start ({kernels[0][0]:.2f} s) to the last one's end")
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    began = time.perf_counter()
+    from seqsift import cli
+
+    instrument()
+    note("imports", began, time.perf_counter())
+    began = time.perf_counter()
+    code = cli.main(argv)
+    note("main", began, time.perf_counter())
+    print(f"seqsift {' '.join(argv[:1])}: exit status {code}, {time.perf_counter() - T0:.2f} s since this "
+          f"process began (stage [first start-last end], seconds since then)")
+    report()
+    sys.stdout.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
