@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .genome_cache import read_file_into
+from .genome_cache import ReadOnlyFile, read_file_into
 
 __all__ = ["gzip_chunks", "BgzfBlocks", "BgzfFile", "bgzf_blocks", "write_gzi", "DecompressError",
            "gzip_library", "decompress_failures"]
@@ -191,7 +191,7 @@ except ImportError:
     _members_reader = None
 
 
-class BgzfFile:
+class BgzfFile(ReadOnlyFile):
     """A BGZF file whose blocks any thread inflates on request, into an array it is given
     (a fasta_scan.BlockSource whose units are the blocks).
 
@@ -206,17 +206,8 @@ class BgzfFile:
         self.starts, self.total = blocks.uncompressed, blocks.total  # (a fasta_scan.BlockSource)
         self._inflate = gzip_library()[2]
         self._failures = decompress_failures()
-        self._fd = os.open(path, os.O_RDONLY)
+        super().__init__(path)
         self._local = threading.local()
-
-    def close(self) -> None:
-        os.close(self._fd)
-
-    def __enter__(self) -> "BgzfFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def read_into(self, first: int, stop: int, out: np.ndarray) -> None:
         """Inflate blocks [first, stop) into ``out`` (uint8, exactly their uncompressed size)."""
@@ -226,7 +217,7 @@ class BgzfFile:
         end = int(self.blocks.compressed[stop - 1] + self.blocks.sizes[stop - 1])
         raw = self._compressed_buffer(end - begin)
         try:
-            read_file_into(self._fd, raw, begin)
+            read_file_into(self.fd, raw, begin)
         except EOFError:
             raise DecompressError(f"the file ended inside the BGZF block at byte {begin} or after") from None
         if _members_reader is not None:

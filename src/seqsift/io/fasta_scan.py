@@ -40,7 +40,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from .genome_cache import read_file_into
+from .genome_cache import ReadOnlyFile, read_file_into
 
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
            "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads"]
@@ -119,7 +119,7 @@ class BlockSource(Protocol):
         """Units [first, stop) into ``out`` (uint8, exactly their size)."""
 
 
-class PlainFile:
+class PlainFile(ReadOnlyFile):
     """A plain file, read with ``os.preadv`` from any thread in units of ``piece`` bytes.
 
     Each scanning thread reads its own block into a buffer it reuses: from
@@ -130,18 +130,9 @@ class PlainFile:
     """
 
     def __init__(self, path: str, piece: int = 1 << 16):
-        self.fd = os.open(path, os.O_RDONLY)
+        super().__init__(path)
         self.total = os.fstat(self.fd).st_size
         self.starts = np.arange(0, self.total, piece, dtype=np.int64)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-    def __enter__(self) -> "PlainFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def read_into(self, first: int, stop: int, out: np.ndarray) -> None:
         try:

@@ -242,6 +242,22 @@ class FileRange:
             os.close(fd)
 
 
+class ReadOnlyFile:
+    """A file opened for positioned reads (:func:`read_file_into`) from any thread; ``with`` closes it."""
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def read_file_into(fd: int, buffer: np.ndarray, offset: int) -> None:
     """Fill ``buffer`` (a writable uint8 array) with the file's bytes from ``offset``; EOFError if the file ends first.
 
