@@ -224,12 +224,15 @@ def run_cli(argv: list[str], env: dict) -> dict:
 
 
 def as_cli(argv: list[str]) -> int:
-    """The child side of :func:`run_cli`: seqsift's CLI with the stage timers and a merge timer."""
+    """The child side of :func:`run_cli`: seqsift's CLI with the stage timers on.
+
+    Nothing more is imported before the CLI's main than the ``seqsift`` command
+    imports: the engine's own imports (Dask, pandas, Numba) load while the job
+    reads its reference, as they do for a user."""
     os.environ["SEQSIFT_STAGE_TIMES"] = "1"  # before seqsift is imported: workers inherit it
     from seqsift import cli
-    from seqsift.engine import run, stages
+    from seqsift.engine import stages
 
-    _time_merge(run.OrderedMerger, stages)
     main_began = time.time()
     began = time.perf_counter()
     code = cli.main(argv)
@@ -239,24 +242,6 @@ def as_cli(argv: list[str]) -> int:
         {"stages": {s: taken.get(s, 0.0) for s in STAGES}, "cli_main_s": in_process,
          "main_began": main_began, "main_ended": time.time()}))
     return code
-
-
-def _time_merge(merger_class, stages) -> None:
-    """Count the client's ordered merge (merge.OrderedMerger's generators) as the ``merge`` stage."""
-    def timed(method):
-        def wrapper(self, *args):
-            generator = method(self, *args)
-            while True:
-                with stages.timed("merge"):
-                    try:
-                        item = next(generator)
-                    except StopIteration:
-                        return
-                yield item
-        return wrapper
-
-    merger_class.add_group = timed(merger_class.add_group)
-    merger_class.finish = timed(merger_class.finish)
 
 
 def kernel_alone(codes: list[np.ndarray], guides: list[str], metric: str, k: int, backend: str) -> tuple[float, str]:
@@ -351,15 +336,17 @@ def fastest_decompression(gz: Path) -> dict:
     """Seconds to decompress ``gz`` to nowhere with each decompressor found here; the fastest first."""
     timings = {}
     readers = {}
-    try:
-        from isal import igzip_threaded
+    try:  # python-isal's reader on this thread, and with its reading on a thread of its own
+        from isal import igzip, igzip_threaded
 
+        readers["python-isal"] = lambda: igzip.open(gz, "rb")
         readers["python-isal (threaded)"] = lambda: igzip_threaded.open(gz, "rb", threads=4)
     except ImportError:  # the standard library's reader only when isal is missing (it is 2x slower)
         readers["python gzip"] = lambda: __import__("gzip").open(gz, "rb")
     try:
-        from zlib_ng import gzip_ng_threaded
+        from zlib_ng import gzip_ng, gzip_ng_threaded
 
+        readers["zlib-ng"] = lambda: gzip_ng.open(gz, "rb")
         readers["zlib-ng (threaded)"] = lambda: gzip_ng_threaded.open(gz, "rb", threads=4)
     except ImportError:
         pass

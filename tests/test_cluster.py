@@ -201,6 +201,36 @@ def test_a_cluster_started_ahead_runs_the_job_it_was_started_for(tmp_path, monke
     assert "shutting down its cluster failed" not in capsys.readouterr().err  # closed from the job's thread
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(monkeypatch, fails):
+    """``prepare`` runs on the start thread after the cluster is up, before the job gets its client;
+    what it raises is dropped (the job meets the same error itself)."""
+    import contextlib
+    import threading
+
+    import seqsift.cluster as cluster_module
+
+    events = []
+
+    @contextlib.contextmanager
+    def fake_connect(backend, **options):
+        events.append(("up", threading.current_thread().name))
+        yield "the client"
+        events.append(("down", threading.current_thread().name))
+
+    def prepare():
+        events.append(("prepare", threading.current_thread().name))
+        if fails:
+            raise RuntimeError("no device")
+
+    monkeypatch.setattr(cluster_module, "connect", fake_connect)
+    connection = cluster_module.Connection("cuda", ahead=True, prepare=prepare)
+    with connection as client:
+        assert client == "the client"
+        assert events == [("up", "seqsift-cluster-start"), ("prepare", "seqsift-cluster-start")]
+    assert events[-1] == ("down", threading.current_thread().name)
+
+
 @pytest.mark.parametrize("problem", ["missing reference", "pattern longer than every record", "output locked"])
 def test_a_job_that_fails_before_it_runs_shuts_down_the_cluster_started_for_it(tmp_path, monkeypatch, problem):
     import seqsift.engine as engine

@@ -35,6 +35,19 @@ def test_more_than_one_staging_buffer():
     assert np.array_equal(upload_and_encode(raw, encode=False).get(), raw)
 
 
+def test_prepared_device_uploads_as_without_preparing():
+    """prepare_device (what a job's first task would do, done ahead) allocates the staging buffers once
+    however often it is called, and the uploads after it encode as on the CPU."""
+    from seqsift.kernels import cuda as kernels_cuda
+
+    kernels_cuda.prepare_device()
+    allocations = kernels_cuda._staging_allocations
+    kernels_cuda.prepare_device()
+    assert allocations >= 1 and kernels_cuda._staging_allocations == allocations
+    raw = np.random.default_rng(1).integers(0, 256, 100_003, dtype=np.uint8)
+    assert np.array_equal(kernels_cuda.upload_and_encode(raw).get(), encode_text(raw.tobytes()))
+
+
 def test_real_genome_encodes_as_on_the_cpu(real_data):
     from seqsift.kernels.cuda import upload_and_encode
 

@@ -15,7 +15,10 @@
   the real one);
 * ``EndHits.sorted`` orders by (row, end) and keeps ties, on its packed-key
   and its lexsort paths;
-* the task threads' pinned staging buffers come from one allocation.
+* the task threads' pinned staging buffers come from one allocation, made
+  ahead by ``prepare_device`` or by the first upload, never twice;
+* ``engine._prepare_worker`` readies the device and loads the locating
+  kernels only while the job still reads its reference.
 """
 from __future__ import annotations
 
@@ -307,3 +310,58 @@ def test_task_threads_share_one_pinned_allocation(monkeypatch):
     starts = {buffer.ctypes.data for pair in taken for buffer in pair}
     assert len(starts) == 2 * kernels_cuda.STAGING_THREADS  # every buffer its own
     assert all(buffer.size == 1 << 12 and buffer.flags.writeable for pair in taken for buffer in pair)
+
+
+def test_prepare_device_allocates_the_staging_once_for_every_task_thread(monkeypatch):
+    """prepare_device makes the one pinned allocation ahead, however often it is called, and the
+    task threads then take their buffers from it (CuPy, the module and the code table replaced by
+    recorders: no GPU here; tests/test_gpu_pipeline.py runs the real one)."""
+    import sys
+    import types
+
+    allocations, prepared = [], []
+
+    def alloc_pinned_memory(size):
+        allocations.append(size)
+        return bytearray(size)
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        alloc_pinned_memory=alloc_pinned_memory, Stream=lambda non_blocking: object(),
+        Device=lambda: types.SimpleNamespace(id=0)))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(kernels_cuda, "STAGE_BYTES", 1 << 12)
+    monkeypatch.setattr(kernels_cuda, "_staging_free", [])
+    monkeypatch.setattr(kernels_cuda, "_staging_allocations", 0)
+    monkeypatch.setattr(kernels_cuda, "_uploader", kernels_cuda._Uploader())
+    monkeypatch.setattr(kernels_cuda, "load_module", lambda name: prepared.append(name) or
+                        types.SimpleNamespace(get_function=lambda function: prepared.append(function)))
+    monkeypatch.setattr(kernels_cuda, "_device_code_table", lambda device, table: prepared.append(len(table)))
+    kernels_cuda.prepare_device()
+    kernels_cuda.prepare_device()
+    assert allocations == [2 * kernels_cuda.STAGING_THREADS * (1 << 12)]
+    assert prepared == ["encode/encode.cu", "encode_text_codes", 256] * 2
+    taken = []
+    threads = [threading.Thread(target=lambda: taken.append(kernels_cuda._uploader.ready().buffers))
+               for _ in range(kernels_cuda.STAGING_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(allocations) == 1  # the threads took what prepare_device allocated
+    assert len({buffer.ctypes.data for pair in taken for buffer in pair}) == 2 * kernels_cuda.STAGING_THREADS
+
+
+@pytest.mark.parametrize("mode", ["best", "ends"])
+@pytest.mark.parametrize("still_reading", [True, False])
+def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, mode, still_reading):
+    import seqsift.engine as engine
+    from seqsift.engine import task
+
+    done = []
+    monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append("device"))
+    monkeypatch.setattr(task, "warm_up_locate", lambda metric: done.append(f"locate {metric}"))
+    reading = threading.Event()
+    if not still_reading:
+        reading.set()
+    engine._prepare_worker("edit", mode, reading)
+    assert done == (["device"] + (["locate edit"] if mode == "best" else []) if still_reading else [])

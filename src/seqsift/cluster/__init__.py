@@ -58,7 +58,7 @@ import signal
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
@@ -149,14 +149,22 @@ class Connection:
     in its workers: :func:`_interrupts_deferred`). ``with connection as client``:
     the job's client, shut down at the block's end as ``connect``'s; ``discard()``:
     shuts down a cluster started ahead for a job that ended before it asked.
+
+    ``prepare``, with ``ahead``: a function the start thread calls once the
+    cluster is up, for the caller's own work that can be done ahead (the
+    cluster is in this process, so this process is its worker's). What it
+    raises is dropped: it may only do early what the job does anyway, and the
+    job meets the same error where it can report it.
     """
 
-    def __init__(self, backend: str, *, ahead: bool = False, **options):
+    def __init__(self, backend: str, *, ahead: bool = False, prepare: Callable[[], None] | None = None,
+                 **options):
         self.backend = backend
         self._context = connect(backend, **options)
         self._entered = False
         self._client = self._error = None
         self._thread = None
+        self._prepare = prepare
         if ahead:
             self._thread = threading.Thread(target=self._start, name="seqsift-cluster-start", daemon=True)
             self._thread.start()
@@ -166,6 +174,12 @@ class Connection:
             self._client = self._context.__enter__()
         except BaseException as err:  # raised in the job's thread when it asks for the client
             self._error = err
+            return
+        if self._prepare is not None:
+            try:
+                self._prepare()
+            except Exception:
+                pass
 
     def __enter__(self) -> "Client":
         self._entered = True

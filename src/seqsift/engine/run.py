@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 from distributed import Client, as_completed
@@ -22,6 +23,7 @@ from distributed import Client, as_completed
 from ..cluster import worker_count
 from ..partitioning import plan_chunks
 from ..progress import open_progress
+from . import stages
 from .job import SearchJob
 from .merge import SPILL_ROWS, OrderedMerger
 from .shared import on_workers
@@ -100,6 +102,16 @@ def submit_tasks(client: Client, task, job, groups, batch_ranges, saved, name: s
     return futures
 
 
+def _timed_merge(rows: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The merger's output rows, the merger's work on them counted as the ``merge`` stage (stages.py)."""
+    while True:
+        with stages.timed("merge"):
+            final = next(rows, None)
+        if final is None:
+            return
+        yield final
+
+
 def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_batch_size: int,
             progress: bool = False, store=None, spill_rows: int | None = None) -> int:
     """Run ``job`` on ``client`` and write its rows, sorted, to ``writer``; return the row count.
@@ -128,7 +140,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
     def merge_finished_prefix() -> None:
         nonlocal next_group
         while next_group < len(groups) and unfinished_batches[next_group] == 0:
-            for final in merger.add_group(groups[next_group], group_rows(next_group)):
+            for final in _timed_merge(merger.add_group(groups[next_group], group_rows(next_group))):
                 writer.write(final)
             next_group += 1
 
@@ -151,7 +163,7 @@ def run_job(job: SearchJob, client: Client, writer, *, chunk_size: int, pattern_
             early.put((group.index, batch_index), rows)
             unfinished_batches[group.index] -= 1
             merge_finished_prefix()
-        for final in merger.finish():
+        for final in _timed_merge(merger.finish()):
             writer.write(final)
         finished = True
     finally:
