@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from ..patterns import STRAND_CHOICES, PatternSet
 from ..io.reference import open_reference
 from .inputs import check_bulges, parse_pam, read_cas_offinder_input, reference_files
 from .scores import scores_defined
+
+if TYPE_CHECKING:  # for annotations only: the task module (pandas, Numba) loads where a job runs
+    from .task import CrisprJob
 
 DEFAULT_GUIDE_BATCH = {"cpu": 512, "cuda": 8192}
 """Guides per task: all candidates of a chunk are checked against a batch at once."""

@@ -37,8 +37,6 @@ def peq_words(masks: np.ndarray, lengths: np.ndarray, words: int) -> np.ndarray:
 def _launch(function, text_device, rows_peq, lengths, extra_args, rows: int, k: int, max_m: int,
             owned_lo: int, owned_hi: int):
     """Launch over the owned range in pieces; return (row, end, distance) device arrays."""
-    import cupy
-
     from ..cuda import compact_hits_buffers
 
     capacity = max(1 << 20, 4 * (owned_hi - owned_lo))
