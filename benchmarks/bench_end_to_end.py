@@ -6,8 +6,8 @@
 Writes a random genome into ``--genome-dir`` (``--records`` records, 60-column
 lines, uniform ACGT, and its plain-gzip copy; reused while the size asks for
 the same; flushed to disk, still in the page cache), then runs the issue's
-jobs, each through the CLI in a fresh process as a user would, with seqsift's stage timers on (``SEQSIFT_STAGE_TIMES=1``,
-``seqsift.engine.stages``):
+jobs, each through the CLI in a fresh process as a user would, with seqsift's
+stage timers on (``SEQSIFT_STAGE_TIMES=1``, ``seqsift.engine.stages``):
 
 =========================== =====================================================================
 e2e-edit-312x23-cold        312 x 23-nt guides, edit k = 3, both strands, best + CIGAR, to Parquet;
