@@ -128,15 +128,20 @@ def prepare_device() -> None:
     run (the file indexed and cached) or from gzip, that reading is longer
     than all of this. Calling it again costs nothing.
     """
+    with _staging_lock:
+        if _staging_allocations == 0:
+            _allocate_staging()
+    _encoder()
+
+
+def _encoder():
+    """``(encode_text_codes, its code table on this device)``: encode/encode.cu's kernel, both loaded once."""
     import cupy
 
     from ..alphabet import TEXT_CODE_ARRAY
 
-    with _staging_lock:
-        if _staging_allocations == 0:
-            _allocate_staging()
-    load_module("encode/encode.cu").get_function("encode_text_codes")
-    _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
+    kernel = load_module("encode/encode.cu").get_function("encode_text_codes")
+    return kernel, _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
 
 
 class _Uploader(threading.local):
@@ -222,10 +227,6 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
     (seqsift.engine.stages.timed), or None.
     """
-    import cupy
-
-    from ..alphabet import TEXT_CODE_ARRAY
-
     if isinstance(raw, FileRange):
         source, size = raw, raw.length
     else:
@@ -248,10 +249,9 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
             up.stream.synchronize()
     if encode and size:
         with up.stream, (clock("encode") if clock else _no_clock()):
-            table = _device_code_table(cupy.cuda.Device().id, TEXT_CODE_ARRAY.tobytes())
+            encode_text_codes, table = _encoder()
             blocks = min(4096, (size // 4 + ENCODE_THREADS - 1) // ENCODE_THREADS + 1)
-            load_module("encode/encode.cu").get_function("encode_text_codes")(
-                (blocks,), (ENCODE_THREADS,), (device, np.int64(size), table))  # on up.stream, the current stream
+            encode_text_codes((blocks,), (ENCODE_THREADS,), (device, np.int64(size), table))  # on up.stream
             up.stream.synchronize()
     up.stream.synchronize()
     return device
