@@ -17,10 +17,13 @@ e2e-hamming-1000x20-warm    1,000 x 20-nt guides, Hamming k = 4, both strands, t
 e2e-api-second-call         the edit job from Python, second call on one long-lived client, to a DataFrame
 e2e-edit-312x23-gz-cold     the edit job on genome.fa.gz (plain gzip), empty cache
 e2e-edit-312x23-bgzf-cold   with ``--bgzf``: the edit job on genome.fa.bgz (BGZF, written here from
-                            genome.fa on every core), empty cache; also through seqsift serve
+                            genome.fa on every core), empty cache
 sassy-rs-312x23             sassy-rs 0.3 (CPU SIMD, every core), the same guides at k = 3, both strands,
                             on the first records (``--sassy-fraction``), scaled to the genome
 =========================== =====================================================================
+
+Then every job but the API call again through ``seqsift serve`` (``<name>-served``: the
+server started beforehand, the cold jobs cold for their file; see ``served_jobs``).
 
 Beside each seqsift job: ``kernel_s``, the job's kernel alone (``find_ends``
 over each record's codes, on the device for CUDA, in the same run), and the
@@ -534,7 +537,7 @@ def main() -> None:
             ("e2e-edit-312x23-warm", fasta, edit_job, "edit312.fa", False, kernel_edit, edit_workload),
             ("e2e-hamming-1000x20-warm", fasta, hamming_job, "hamming1000.fa", False, kernel_hamming,
              f"1,000 x 20 nt, Hamming k=4, both strands, best + CIGAR, Parquet; {size}")]
-    if many_guides:  # among the jobs that also run through seqsift serve (served_jobs takes jobs[:4] then)
+    if many_guides:
         jobs.insert(3, ("e2e-hamming-10000x20-warm", fasta, hamming_job_10k, "hamming10000.fa", False, kernel_many,
                         f"10,000 x 20 nt, Hamming k=4, both strands, best + CIGAR, Parquet; {size}"))
     if not args.skip_gz:
@@ -569,9 +572,8 @@ def main() -> None:
         if not args.skip_served:  # the BGZF job cold through the server (served_jobs starts from fresh())
             records += served_jobs(args, work, env, fresh, [bgzf_job], size)
         return write_results(args, records, bases, size, "_bgzf")
-    if not args.skip_served:  # the cold, warm and Hamming jobs, then the BGZF job (cold for its file)
-        served = jobs[:4] if many_guides else jobs[:3]
-        records += served_jobs(args, work, env, fresh, served + ([bgzf_job] if bgzf_job else []), size)
+    if not args.skip_served:  # every job again, in the same order (a cold one from fresh())
+        records += served_jobs(args, work, env, fresh, jobs, size)
     os.environ["SEQSIFT_CACHE"] = str(cache)
     api = api_second_call(fasta, edit_guides, args.backend, args.workers)
     records.append(record("e2e-api-second-call", f"{edit_workload}; Python API, DataFrame, one client",
