@@ -1,6 +1,6 @@
 """The kernel registries resolve, and CuPy stays unimported on the CPU.
 
-``kernels.ALGORITHMS`` and ``kernels.sw.SW_ALGORITHMS`` name their kernels as
+``kernels.ALGORITHMS`` (search, screen and crispr kernels alike) names its kernels as
 ``"family:function"`` paths, resolved on a worker when a task runs. A typo
 there would fail only in the middle of a user's job; here every entry, on
 every backend, is resolved to a function with the common call shape. CUDA
@@ -19,37 +19,57 @@ import pytest
 from seqsift import kernels
 from seqsift.kernels import sw
 
-SEARCH_ENTRIES = [(name, backend, path) for name, algorithm in kernels.ALGORITHMS.items()
-                  for backend, path in algorithm.backends.items()]
-SW_ENTRIES = ([(name, backend, path) for name, algorithm in sw.SW_ALGORITHMS.items()
-               for backend, path in algorithm.backends.items()]
-              + [(name, backend, path) for name, paths in sw.REACH_KERNELS.items()
-                 for backend, path in paths.items()])
+ENTRIES = [(name, backend, path) for name, algorithm in kernels.ALGORITHMS.items()
+           for backend, path in {**algorithm.backends,
+                                 **{f"{b}-threshold": p for b, p in (algorithm.threshold_backends or {}).items()}
+                                 }.items()]
+CALL_SHAPES = {
+    "hamming": ["text", "batch", "k", "owned_lo", "owned_hi"],
+    "edit": ["text", "batch", "k", "owned_lo", "owned_hi"],
+    "sw": ["x_codes", "y_codes", "scoring"],
+    "crispr": ["text", "rows", "dna_bulge", "rna_bulge", "owned_lo", "owned_hi"],
+}
+"""Each job's kernel call shape: the leading parameters of every launcher of that metric."""
 
 
 def leading_parameters(function, count: int) -> list[str]:
     return list(inspect.signature(function).parameters)[:count]
 
 
-@pytest.mark.parametrize("name,backend,path", SEARCH_ENTRIES, ids=[f"{n}-{b}" for n, b, _ in SEARCH_ENTRIES])
-def test_search_entry_resolves_to_a_kernel(name, backend, path):
-    assert backend in kernels.BACKENDS
+@pytest.mark.parametrize("name,backend,path", ENTRIES, ids=[f"{n}-{b}" for n, b, _ in ENTRIES])
+def test_every_entry_resolves_to_a_kernel_of_its_job(name, backend, path):
+    algorithm = kernels.ALGORITHMS[name]
+    assert backend.removesuffix("-threshold") in kernels.BACKENDS
     family = path.split(":")[0]
     assert "." not in family, f"{name} reaches past the {family.split('.')[0]} family's face"
     kernel = kernels._resolve(path)
     assert callable(kernel)
-    assert leading_parameters(kernel, 5) == ["text", "batch", "k", "owned_lo", "owned_hi"]
+    metrics = [algorithm.metric] if isinstance(algorithm.metric, str) else list(algorithm.metric)
+    for metric in metrics:
+        shape = CALL_SHAPES[metric]
+        assert leading_parameters(kernel, len(shape)) == shape
     # The CUDA launcher lives in the family's cuda.py, the CPU one in its face.
-    module = f"seqsift.kernels.{family}" + (".cuda" if backend == "cuda" else "")
+    module = f"seqsift.kernels.{family}" + (".cuda" if backend.startswith("cuda") else "")
     assert kernel.__module__ == module
 
 
-@pytest.mark.parametrize("name,backend,path", SW_ENTRIES, ids=[f"{n}-{b}-{p}" for n, b, p in SW_ENTRIES])
-def test_screen_entry_resolves_to_a_kernel(name, backend, path):
-    kernel = sw._resolve(path)
-    assert callable(kernel)
-    assert leading_parameters(kernel, 3) == ["x_codes", "y_codes", "scoring"]
-    assert kernel.__module__ == "seqsift.kernels.sw" + (".cuda" if backend == "cuda" else "")
+def test_every_job_has_kernels_in_the_one_registry():
+    metrics = {m for a in kernels.ALGORITHMS.values() for m in ([a.metric] if isinstance(a.metric, str) else a.metric)}
+    assert metrics == set(CALL_SHAPES)
+    assert set(sw.sw_algorithms()) == {n for n, a in kernels.ALGORITHMS.items() if a.serves("sw")}
+    assert "sw-bpbc" not in kernels.search_algorithms() and "crispr-pam-first" not in kernels.search_algorithms()
+
+
+def test_resolve_kernel_falls_back_to_the_cpu_path_and_knows_flag_kernels():
+    assert kernels.resolve_kernel("crispr-vectorized", "cuda") is kernels._resolve("crispr:vectorized_cpu")
+    assert kernels.resolve_kernel("sw-bpbc", "cpu", threshold=True) is kernels._resolve("sw:bpbc_reach_cpu")
+    assert kernels.resolve_kernel("sw-wordwise", "cpu", threshold=True) is None
+
+
+def test_a_limit_message_names_only_the_limits_an_algorithm_has():
+    with pytest.raises(ValueError) as raised:
+        kernels.choose_algorithm("edit", "cpu", "edit-nfa", m_max=20, k=40)
+    assert "None" not in str(raised.value) and "k up to 31" in str(raised.value)
 
 
 def test_every_metric_and_backend_has_a_default_that_admits_it():
@@ -97,13 +117,9 @@ def run_without_cupy(body: str) -> None:
 def test_resolving_every_entry_leaves_cupy_unimported():
     run_without_cupy("""
         from seqsift import kernels
-        from seqsift.kernels import sw
         for algorithm in kernels.ALGORITHMS.values():
-            for path in algorithm.backends.values():
+            for path in [*algorithm.backends.values(), *(algorithm.threshold_backends or {}).values()]:
                 kernels._resolve(path)
-        for algorithm in sw.SW_ALGORITHMS.values():
-            for path in algorithm.backends.values():
-                sw._resolve(path)
     """)
 
 

@@ -57,7 +57,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--backend", default="auto", choices=["auto", *kernels.BACKENDS],
                      help="cuda when a GPU is visible (auto, default), else cpu")
     run.add_argument("--algorithm", default="auto",
-                     help=f"auto (default) or one of: {', '.join(kernels.ALGORITHMS)}")
+                     help=f"auto (default) or one of: {', '.join(kernels.search_algorithms())}")
     run.add_argument("--workers", type=positive_int, help="local CPU worker processes (default: one per core)")
     run.add_argument("--gpus", type=_gpu_list, help="GPU indices for the local CUDA cluster, e.g. 0,2 (default: all)")
     run.add_argument("--scheduler", metavar="ADDRESS", help="join a running Dask scheduler, e.g. tcp://node1:8786")

@@ -35,6 +35,8 @@ import numpy as np
 from .threads import use_worker_share
 
 METRICS = ("hamming", "edit")
+"""The search job's metrics. The registry also holds the screen job's kernels (metric ``sw``) and the
+crispr job's (metric ``crispr``), each family with its own call shape (its face's docstring)."""
 BACKENDS = ("cpu", "cuda")
 
 
@@ -80,6 +82,7 @@ class Algorithm:
     max_m: int | None = None  # longest pattern it handles (None: any)
     max_k: int | None = None  # largest k it handles (None: any below m)
     alphabets: tuple[str, ...] = ("dna",)  # "bytes": also raw byte text (--alphabet bytes)
+    threshold_backends: dict[str, str] | None = None  # screen: backend -> its flag kernel ("score >= T?")
 
     def serves(self, metric: str) -> bool:
         return metric == self.metric if isinstance(self.metric, str) else metric in self.metric
@@ -173,6 +176,32 @@ ALGORITHMS: dict[str, Algorithm] = {
             {"cpu": "rowdp:rowdp_cpu", "cuda": "rowdp:rowdp_shfl"},
             "the row-parallel X-matrix DP with warp shuffles and shared memory (Ho et al., WsPASM_GPUshared, Algorithm 2)",
         ),
+        # Nishimura et al. (papers/nishimura-bpbc-smith-waterman.txt): Smith-Waterman scores of many pairs,
+        # the screen job's kernels (call shape: kernels/sw/__init__.py).
+        Algorithm(
+            "sw-bpbc", "sw",
+            {"cpu": "sw:bpbc_cpu", "cuda": "sw:bpbc_cuda"},
+            "bit-sliced bulk Smith-Waterman, 32/64 pairs per word (Nishimura et al., BPBC)",
+            threshold_backends={"cpu": "sw:bpbc_reach_cpu", "cuda": "sw:bpbc_reach_cuda"},
+        ),
+        Algorithm(
+            "sw-wordwise", "sw",
+            {"cpu": "sw:wordwise_cpu", "cuda": "sw:wordwise_cuda"},
+            "conventional Smith-Waterman, one pair per thread (the paper's wordwise baseline)",
+        ),
+        # CRISPR off-target sites, PAM candidates first (the crispr job's kernels; call shape:
+        # kernels/crispr/__init__.py).
+        Algorithm(
+            "crispr-pam-first", "crispr",
+            {"cpu": "crispr:pam_first_cpu", "cuda": "crispr:pam_first_cuda"},
+            "PAM candidates found once per chunk, then every guide checked there (mismatches and bulges)",
+        ),
+        Algorithm(
+            "crispr-vectorized", "crispr",
+            {"cpu": "crispr:vectorized_cpu"},
+            "bulge-free PAM-first check in NumPy, for small CPU jobs (no Numba start-up)",
+            max_m=32,
+        ),
     )
 }
 
@@ -205,7 +234,7 @@ def choose_algorithm(metric: str, backend: str, algorithm: str = "auto", *, m_ma
         return fallback, f"{fallback}: the default for {metric} on {backend} (no measured table)"
     known = ALGORITHMS.get(algorithm)
     if known is None:
-        raise ValueError(f"unknown algorithm {algorithm!r} (known: auto, {', '.join(ALGORITHMS)})")
+        raise ValueError(f"unknown algorithm {algorithm!r} (known: auto, {', '.join(search_algorithms())})")
     if not known.serves(metric):
         served = known.metric if isinstance(known.metric, str) else " or ".join(known.metric)
         raise ValueError(f"algorithm {algorithm!r} is for --metric {served}, not {metric}")
@@ -216,9 +245,15 @@ def choose_algorithm(metric: str, backend: str, algorithm: str = "auto", *, m_ma
         raise ValueError(f"algorithm {algorithm!r} has no {backend} backend "
                          f"(it has: {', '.join(known.backends)})")
     if not known.admits(backend if backend in known.backends else "cpu", m_max, k, alphabet):
-        raise ValueError(f"algorithm {algorithm!r} handles patterns up to {known.max_m} long and k up to "
-                         f"{known.max_k}; this job has m={m_max}, k={k}")
+        raise ValueError(f"algorithm {algorithm!r} handles {_limits_text(known)}; this job has m={m_max}, k={k}")
     return algorithm, f"{algorithm}: chosen with --algorithm"
+
+
+def _limits_text(algorithm: Algorithm) -> str:
+    """'patterns up to 64 long and k up to 8' (only the limits it has)."""
+    limits = [f"patterns up to {algorithm.max_m} long" if algorithm.max_m is not None else "",
+              f"k up to {algorithm.max_k}" if algorithm.max_k is not None else ""]
+    return " and ".join(part for part in limits if part) or "any pattern length and k"
 
 
 def _supporting(alphabet: str) -> list[str]:
@@ -233,6 +268,21 @@ def _first_for_alphabet(metric: str, backend: str, m_max: int, k: int, alphabet:
                 return name, f"{name}: the first algorithm for --alphabet {alphabet} that admits the job"
     raise ValueError(f"no algorithm searches --alphabet {alphabet} with --metric {metric}, k={k}, "
                      f"patterns up to {m_max} long (those for {alphabet}: {', '.join(_supporting(alphabet))})")
+
+
+def search_algorithms() -> list[str]:
+    """Names of the search job's algorithms (metric hamming or edit), in registry order."""
+    return [name for name, a in ALGORITHMS.items() if any(a.serves(metric) for metric in METRICS)]
+
+
+def resolve_kernel(algorithm: str, backend: str, threshold: bool = False):
+    """The launcher of ``algorithm`` on ``backend`` (its CPU path where it has no kernel for ``backend``);
+    with ``threshold``, its flag kernel (None where it has none)."""
+    entry = ALGORITHMS[algorithm]
+    backends = entry.threshold_backends if threshold else entry.backends
+    if backends is None:
+        return None
+    return _resolve(backends.get(backend) or backends["cpu"])
 
 
 def _resolve(path: str):

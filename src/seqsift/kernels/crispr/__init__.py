@@ -229,27 +229,40 @@ def find_sites(backend: str, text, rows: GuideRows, dna_bulge: int, rna_bulge: i
                owned_lo: int, owned_hi: int, small: bool = False) -> SiteHits:
     """Every site of every row in ``text`` whose last base lies in [owned_lo, owned_hi).
 
-    ``backend`` ``cuda`` runs guides of up to CUDA_MAX_GUIDE bases on the GPU
-    (mismatches and bulges); longer guides go to the CPU kernel. ``small``
-    (``cpu`` only; a job :func:`small_job` approves): the NumPy kernel, Numba
-    never called.
+    Runs the registry's ``crispr-pam-first`` (kernels/__init__.py) on ``backend``: ``cuda``
+    runs guides of up to CUDA_MAX_GUIDE bases on the GPU (mismatches and bulges); longer
+    guides go to the CPU kernel. ``small`` (``cpu`` only; a job :func:`small_job`
+    approves): ``crispr-vectorized``, the NumPy kernel, Numba never called.
     """
+    from .. import resolve_kernel
+
     if max(dna_bulge, rna_bulge) > MAX_BULGE or min(dna_bulge, rna_bulge) < 0:
         raise ValueError(f"bulge sizes must lie in 0..{MAX_BULGE}")
-    if backend == "cpu" and small:
-        from .vectorized import find_sites_vectorized
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
+    algorithm = "crispr-vectorized" if backend == "cpu" and small else "crispr-pam-first"
+    return resolve_kernel(algorithm, backend)(text, rows, dna_bulge, rna_bulge, owned_lo, owned_hi)
 
-        return find_sites_vectorized(text, rows, owned_lo, owned_hi)
-    if backend == "cpu":
-        from .cpu import find_sites_cpu
 
-        return find_sites_cpu(text, rows, dna_bulge, rna_bulge, owned_lo, owned_hi)
-    if backend == "cuda":
-        from .cuda import find_sites_cuda
+def pam_first_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
+    """``crispr-pam-first`` on CPU cores (Numba, cpu.py)."""
+    from .cpu import find_sites_cpu
 
-        return find_sites_cuda(text, rows, dna_bulge, rna_bulge, owned_lo, owned_hi)
-    raise ValueError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
+    return find_sites_cpu(text, rows, dna_bulge, rna_bulge, owned_lo, owned_hi)
+
+
+def vectorized_cpu(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
+    """``crispr-vectorized``: bulge-free rows checked in NumPy (vectorized.py); no Numba."""
+    from .vectorized import find_sites_vectorized
+
+    if dna_bulge or rna_bulge:
+        raise ValueError("crispr-vectorized finds sites without bulges only")
+    return find_sites_vectorized(text, rows, owned_lo, owned_hi)
 
 
 __all__ = ["BULGE_DNA", "BULGE_NAMES", "BULGE_NONE", "BULGE_RNA", "CUDA_MAX_GUIDE", "GuideRows", "MAX_BULGE",
-           "SiteHits", "find_sites", "mask_table", "orient_guides", "packed_key", "site_halo", "small_job"]
+           "SiteHits", "find_sites", "mask_table", "orient_guides", "packed_key", "pam_first_cpu", "pam_first_cuda",
+           "site_halo", "small_job", "vectorized_cpu"]
+
+# The CUDA launcher (cuda.py imports CuPy only inside its functions).
+from .cuda import find_sites_cuda as pam_first_cuda  # noqa: E402

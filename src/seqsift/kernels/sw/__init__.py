@@ -19,7 +19,7 @@ mismatches everything, so no cell through it can beat the cells it came from.
 The score is symmetric in x and y; the kernels run fastest with the shorter
 sequence as x (the paper's m <= n), which is how the screen engine calls them.
 
-Algorithms (:data:`SW_ALGORITHMS`, registered like ``seqsift.kernels.ALGORITHMS``):
+Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGORITHMS``):
 
 * ``sw-bpbc``: Nishimura et al.'s bitwise parallel bulk computation, 32 or
   64 pairs per word (sw_cpu.py: Numba; sw.cu: CUDA, one thread per DP row,
@@ -39,11 +39,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import Algorithm
+from .. import ALGORITHMS, resolve_kernel
 from . import cpu as sw_cpu
 from .cpu import gather_rows  # the screen job pads its pairs' codes with it
 
-__all__ = ["Scoring", "SW_ALGORITHMS", "score_bits", "reach_bits", "pair_scores", "pairs_reaching", "align",
+__all__ = ["Scoring", "sw_algorithms", "score_bits", "reach_bits", "pair_scores", "pairs_reaching", "align",
            "GPU_SCORE_WIDTHS", "gather_rows"]
 
 MAX_SCORE_BITS = 31
@@ -209,17 +209,6 @@ def wordwise_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_leng
 # Registry and dispatch
 # --------------------------------------------------------------------------
 
-SW_ALGORITHMS: dict[str, Algorithm] = {
-    a.name: a
-    for a in (
-        Algorithm("sw-bpbc", "sw", {"cpu": "sw:bpbc_cpu", "cuda": "sw:bpbc_cuda"},
-                  "bit-sliced bulk Smith-Waterman, 32/64 pairs per word (Nishimura et al., BPBC)"),
-        Algorithm("sw-wordwise", "sw", {"cpu": "sw:wordwise_cpu", "cuda": "sw:wordwise_cuda"},
-                  "conventional Smith-Waterman, one pair per thread (the paper's wordwise baseline)"),
-    )
-}
-"""Smith-Waterman screening algorithms (metric "sw"), shaped like kernels.ALGORITHMS."""
-
 DEFAULT_SW_ALGORITHM = {"cpu": "sw-bpbc", "cuda": "sw-bpbc"}
 
 
@@ -227,21 +216,16 @@ def choose_sw_algorithm(backend: str, algorithm: str = "auto") -> str:
     """The algorithm to run; ValueError (one line) for an unknown one."""
     if algorithm == "auto":
         return DEFAULT_SW_ALGORITHM[backend]
-    if algorithm not in SW_ALGORITHMS:
-        raise ValueError(f"unknown screening algorithm {algorithm!r} (known: auto, {', '.join(SW_ALGORITHMS)})")
+    if sw_algorithms().count(algorithm) == 0:
+        raise ValueError(f"unknown screening algorithm {algorithm!r} (known: auto, {', '.join(sw_algorithms())})")
     return algorithm
 
 
 def pair_scores(algorithm: str, backend: str, x_codes, y_codes, scoring: Scoring, *, word_bits=None,
                 min_length=None) -> np.ndarray:
     """Run ``algorithm`` on ``backend`` with the common call shape (module docstring)."""
-    backends = SW_ALGORITHMS[algorithm].backends
-    kernel = _resolve(backends.get(backend) or backends["cpu"])
+    kernel = resolve_kernel(algorithm, backend)
     return kernel(x_codes, y_codes, scoring, word_bits=word_bits, min_length=min_length)
-
-
-REACH_KERNELS = {"sw-bpbc": {"cpu": "sw:bpbc_reach_cpu", "cuda": "sw:bpbc_reach_cuda"}}
-"""Algorithms with a threshold-only kernel (a flag per pair instead of its score)."""
 
 
 def pairs_reaching(algorithm: str, backend: str, x_codes, y_codes, scoring: Scoring, threshold: int, *,
@@ -252,21 +236,18 @@ def pairs_reaching(algorithm: str, backend: str, x_codes, y_codes, scoring: Scor
     for the threshold (``reach_bits``), where that is fewer than the scores need.
     """
     pairs, _, _, bound = _shapes(x_codes, y_codes, min_length)
-    flag_kernels = REACH_KERNELS.get(algorithm)
+    flag_kernel = resolve_kernel(algorithm, backend, threshold=True)
     if threshold <= 0:
         return np.ones(pairs, bool)
-    if flag_kernels is None or reach_bits(scoring, threshold) >= score_bits(scoring, bound):
+    if flag_kernel is None or reach_bits(scoring, threshold) >= score_bits(scoring, bound):
         return pair_scores(algorithm, backend, x_codes, y_codes, scoring, word_bits=word_bits,
                            min_length=min_length) >= threshold
-    kernel = _resolve(flag_kernels.get(backend) or flag_kernels["cpu"])
-    return kernel(x_codes, y_codes, scoring, threshold, word_bits=word_bits, min_length=min_length)
+    return flag_kernel(x_codes, y_codes, scoring, threshold, word_bits=word_bits, min_length=min_length)
 
 
-def _resolve(path: str):
-    import importlib
-
-    module_name, function_name = path.split(":")
-    return getattr(importlib.import_module(f"..{module_name}", __package__), function_name)
+def sw_algorithms() -> list[str]:
+    """The screening algorithms: the registry's entries of metric ``sw`` (kernels/__init__.py)."""
+    return [name for name, entry in ALGORITHMS.items() if entry.serves("sw")]
 
 
 # --------------------------------------------------------------------------
