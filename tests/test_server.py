@@ -11,13 +11,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket as sockets
+import stat
 import subprocess
+import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
 from console import seqsift_command
-from seqsift.server import served
+from seqsift.server_client import served
 from test_engine import write_fasta
 
 import random
@@ -31,9 +36,10 @@ class Server:
     def __init__(self, socket: Path, process: subprocess.Popen, first_line: str):
         self.socket, self.process, self.first_line = socket, process, first_line
 
-    def run(self, *args, cwd=None, env_extra=None) -> subprocess.CompletedProcess:
+    def run(self, *args, cwd=None, env_extra=None, umask=None) -> subprocess.CompletedProcess:
+        preexec = (lambda: os.umask(umask)) if umask is not None else None
         return subprocess.run(seqsift_command(*args), env=_env(self.socket, **(env_extra or {})), cwd=cwd,
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=300, preexec_fn=preexec)
 
     def status(self) -> dict:
         result = self.run("serve", "--status")
@@ -189,6 +195,7 @@ def test_without_a_server_a_stale_socket_file_means_a_local_run(tmp_path, job_fi
     (["search", "ref.fa", "p.txt", "-k", "1"], True),
     (["crispr", "ref.fa", "g.txt"], True),
     (["search", "ref.fa", "-", "-k", "1"], False),                # patterns on our standard input
+    (["search", "ref.fa", "/dev/stdin", "-k", "1"], False),
     (["search", "ref.fa", "p.txt", "--scheduler", "tcp://x:1"], False),
     (["search", "ref.fa", "p.txt", "--gpus=0,1"], False),
     (["serve", "--stop"], False),
@@ -196,3 +203,227 @@ def test_without_a_server_a_stale_socket_file_means_a_local_run(tmp_path, job_fi
 ])
 def test_which_runs_go_to_a_server(argv, expected):
     assert served(argv) is expected
+
+
+# -- a shared machine: the server must be this user's own --------------------------------------
+
+OTHER_UID = 65534  # "nobody"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's socket needs root "
+                                                           "(chown and setuid); CI runs as root")
+
+
+class FakeServer:
+    """A listener that answers every run with invented rows: what a hijacker would do."""
+
+    def __init__(self, path: Path):
+        self.listener = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(4)
+        self.requests: list[bytes] = []
+        threading.Thread(target=self._answer, daemon=True).start()
+
+    def _answer(self):
+        from seqsift.server_client import FRAME
+
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            with connection:
+                self.requests.append(connection.makefile("rb").readline())
+                connection.sendall(FRAME.pack(b"O", 9) + b"invented\n" + FRAME.pack(b"X", 1) + b"0")
+
+    def close(self):
+        self.listener.close()
+
+
+def _run_with_env(env, *args):
+    return subprocess.run(seqsift_command(*args), env=env, capture_output=True, text=True, timeout=300)
+
+
+@needs_root
+def test_a_server_folder_planted_by_another_user_in_tmp_is_not_used(tmp_path, job_files):
+    """The reproduced hijack: XDG_RUNTIME_DIR unset, another user made /tmp/seqsift-<uid>/server.sock first."""
+    shared_tmp = tmp_path / "shared-tmp"
+    shared_tmp.mkdir()
+    shared_tmp.chmod(0o1777)
+    planted = shared_tmp / f"seqsift-{os.getuid()}"
+    planted.mkdir(mode=0o700)
+    fake = FakeServer(planted / "server.sock")
+    os.chown(planted / "server.sock", OTHER_UID, OTHER_UID)
+    os.chown(planted, OTHER_UID, OTHER_UID)
+    env = {k: v for k, v in os.environ.items() if k not in ("SEQSIFT_SERVER_SOCKET", "XDG_RUNTIME_DIR")}
+    env["TMPDIR"] = str(shared_tmp)
+    try:
+        result = _run_with_env(env, "search", *job_files, "-k", "0", "--backend", "cpu", "--no-progress")
+    finally:
+        fake.close()
+    assert result.returncode == 0, result.stderr
+    assert fake.requests == []  # nothing of ours reached it: not our arguments, folder or environment
+    assert "invented" not in result.stdout and result.stdout.count("\n") > 40
+    notes = [line for line in result.stderr.splitlines() if line.startswith("seqsift: note: ")]
+    assert len(notes) == 1 and "running here" in notes[0] and f"user id {OTHER_UID}" in notes[0]
+
+
+@needs_root
+def test_a_socket_whose_listener_runs_as_another_user_is_not_used(tmp_path, job_files):
+    """Folder and socket file look like ours, but SO_PEERCRED says the process at the other end is not."""
+    drop = Path(tempfile.mkdtemp(dir="/tmp"))
+    drop.chmod(0o777)
+    ready_read, ready_write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the other user's process: listen() as that user, so SO_PEERCRED names it
+        try:
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            listener = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+            listener.bind(str(drop / "s.sock"))
+            listener.listen(4)
+            os.write(ready_write, b"r")
+            while True:
+                connection, _ = listener.accept()
+                connection.makefile("rb").readline()
+                connection.sendall(b"O" + (9).to_bytes(4, "little") + b"invented\n" + b"X" + (1).to_bytes(4, "little")
+                                   + b"0")
+                connection.close()
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(ready_read, 1) == b"r"
+        private = tmp_path / "private"
+        private.mkdir(mode=0o700)
+        (drop / "s.sock").rename(private / "server.sock")
+        os.chown(private / "server.sock", os.getuid(), os.getgid())
+        os.chmod(private / "server.sock", 0o600)
+        result = _run_with_env(_env(private / "server.sock"), "search", *job_files, "-k", "0", "--backend", "cpu",
+                               "--no-progress")
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        os.close(ready_read)
+        os.close(ready_write)
+        drop.rmdir()
+    assert result.returncode == 0, result.stderr
+    assert "invented" not in result.stdout and result.stdout.count("\n") > 40
+    assert "runs as user id" in result.stderr and "running here" in result.stderr
+
+
+def test_a_socket_file_open_to_others_is_not_used(tmp_path, job_files):
+    folder = tmp_path / "mine"
+    folder.mkdir(mode=0o700)
+    fake = FakeServer(folder / "server.sock")
+    os.chmod(folder / "server.sock", 0o666)
+    try:
+        result = _run_with_env(_env(folder / "server.sock"), "search", *job_files, "-k", "0", "--backend", "cpu",
+                               "--no-progress")
+    finally:
+        fake.close()
+    assert result.returncode == 0 and fake.requests == []
+    assert "others may use it" in result.stderr and "invented" not in result.stdout
+
+
+# -- nothing a caller sends stops the server ----------------------------------------------------
+
+def _raw_request(socket_path: Path, payload: bytes) -> list[tuple[bytes, bytes]]:
+    """Send ``payload`` on a fresh connection; the frames the server answers with, until it closes."""
+    from seqsift.server_client import read_frame
+
+    with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as connection:
+        connection.connect(str(socket_path))
+        connection.sendall(payload)
+        reader = connection.makefile("rb")
+        frames = []
+        while (frame := read_frame(reader)) is not None:
+            frames.append(frame)
+        return frames
+
+
+@pytest.mark.parametrize("payload, says", [
+    (b"[1,2]\n", b"not a JSON object"),
+    (b"not json at all\n", b"not one line of JSON"),
+    (b'{"kind": "run", "argv": ["search", "x.fa", "p.txt", "-k", "1"], "env": {}}\n', b"cwd must be"),
+    (b'{"kind": "run", "argv": ["bench"], "cwd": "/", "env": {}}\n', b"runs only search"),
+    (b'{"kind": "run", "argv": ["search"], "cwd": "/", "env": {"PATH": "/evil"}}\n', b"env may hold only"),
+])
+def test_a_malformed_request_gets_one_error_line_and_the_server_goes_on(server, job_files, payload, says):
+    frames = _raw_request(server.socket, payload)
+    assert [kind for kind, _ in frames] == [b"E", b"X"] and frames[1][1] == b"2"
+    assert frames[0][1].startswith(b"seqsift: error: bad request") and says in frames[0][1]
+    assert server.run("search", *job_files, "-k", "0", "--backend", "cpu", "--no-progress").returncode == 0
+
+
+def test_a_working_folder_the_server_cannot_enter_fails_that_job_only(server, job_files, tmp_path):
+    request = {"kind": "run", "argv": ["search", str(job_files[0]), str(job_files[1]), "-k", "0", "--backend", "cpu"],
+               "cwd": str(tmp_path / "gone"), "env": {}, "umask": 0o022}
+    frames = _raw_request(server.socket, json.dumps(request).encode() + b"\n")
+    assert frames[-1] == (b"X", b"2")
+    assert b"cannot enter the working folder" in b"".join(p for k, p in frames if k == b"E")
+    assert server.status()["jobs"] == 1  # that job ended, and the server answers
+
+
+def test_a_status_caller_that_hangs_up_at_once_leaves_the_server_running(server):
+    for _ in range(3):
+        with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as connection:
+            connection.connect(str(server.socket))
+            connection.sendall(b'{"kind": "status"}\n')
+    assert server.status()["pid"] == server.process.pid
+
+
+def test_a_silent_connection_blocks_neither_status_nor_jobs(server, job_files):
+    with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as silent:
+        silent.connect(str(server.socket))  # sends nothing, keeps the connection open
+        assert server.status()["running"] is False
+        done = server.run("search", *job_files, "-k", "0", "--backend", "cpu", "--no-progress")
+        assert done.returncode == 0 and done.stdout.count("\n") > 40
+
+
+# -- a served job runs with its caller's settings -----------------------------------------------
+
+@pytest.mark.parametrize("umask, mode", [(0o077, 0o600), (0o002, 0o664)])
+def test_a_served_job_writes_with_the_callers_umask(server, job_files, tmp_path, umask, mode):
+    output = tmp_path / f"hits-{umask:o}.tsv"
+    done = server.run("search", *job_files, "-k", "0", "--backend", "cpu", "--no-progress", "-o", output,
+                      umask=umask)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(output.stat().st_mode) == mode
+
+
+def test_a_served_job_uses_the_callers_xdg_cache_home(server, job_files, tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    through = subprocess.run(seqsift_command("search", *job_files, "-k", "0", "--backend", "cpu", "--no-progress"),
+                             env={**{k: v for k, v in _env(server.socket).items() if k != "SEQSIFT_CACHE"}, **env},
+                             capture_output=True, text=True, timeout=300)
+    assert through.returncode == 0, through.stderr
+    assert (tmp_path / "xdg" / "seqsift").is_dir()
+
+
+def _wait_for_path(path: Path, process: subprocess.Popen) -> None:
+    """Until ``path`` exists (the served job took its output lock), or ``process`` ended first."""
+    while not path.exists():
+        assert process.poll() is None, process.stderr.read()
+        threading.Event().wait(0.05)
+
+
+def test_ctrl_c_stops_a_served_job_there_and_a_waiting_caller_is_told(server, long_job, tmp_path):
+    reference, patterns = long_job
+    first_output, second_output = tmp_path / "first.tsv", tmp_path / "second.tsv"
+    args = ("search", reference, patterns, "-k", "4", "--backend", "cpu", "--mode", "ends", "--no-progress")
+    first = subprocess.Popen(seqsift_command(*args, "-o", first_output), env=_env(server.socket),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = tmp_path / ".first.tsv.seqsift-lock"
+    _wait_for_path(lock, first)
+    holder = json.loads(lock.read_text())
+    assert holder["command"].startswith("seqsift search") and str(first_output) in holder["command"]
+    second = subprocess.Popen(seqsift_command("search", reference, patterns, "-k", "0", "--backend", "cpu",
+                                              "--no-progress", "-o", second_output),
+                              env=_env(server.socket), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "is running another job; waiting" in second.stderr.readline()
+    first.send_signal(signal.SIGINT)
+    assert first.wait(timeout=120) == 130
+    assert second.wait(timeout=300) == 0, second.stderr.read()
+    # The second job ran after the first one ended: the first wrote nothing, not even later.
+    assert not first_output.exists()
+    # Only what an interrupted job keeps for --resume is left (no output, no .part file, no lock).
+    assert [p.name for p in tmp_path.iterdir() if "first" in p.name] in ([], [".first.tsv.seqsift-tasks"])
+    assert second_output.read_text().count("\n") > 300

@@ -40,7 +40,7 @@ def test_the_console_entry_and_the_server_client_import_only_the_standard_librar
     """A run handed to ``seqsift serve`` loads nothing but console.py and server.py's client half."""
     result = _python("""
         import sys
-        import seqsift.console, seqsift.server
+        import seqsift.console, seqsift.server_client
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "pandas", "dask", "distributed",
                                                                     "numba", "cupy", "pyarrow")))
         print(sorted(m for m in sys.modules if m.startswith("seqsift")))
@@ -48,7 +48,7 @@ def test_the_console_entry_and_the_server_client_import_only_the_standard_librar
     assert result.returncode == 0, result.stderr
     third_party, ours = result.stdout.strip().splitlines()[-2:]
     assert eval(third_party) == []
-    assert eval(ours) == ["seqsift", "seqsift.console", "seqsift.server"]
+    assert eval(ours) == ["seqsift", "seqsift.console", "seqsift.errors", "seqsift.server_client"]
 
 
 def test_help_imports_no_job_stack():

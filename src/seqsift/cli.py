@@ -32,16 +32,13 @@ from importlib import resources
 
 from . import __version__, kernels
 from .argtypes import positive_int
-from .console import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED,  # noqa: F401
-                      discard_standard_output, exit_now)
 from .engine import note, search
 from .engine.job import MODES
-from .errors import InputError
+from .errors import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, InputError,
+                     discard_standard_output, exit_now)
 from .patterns import STRAND_CHOICES
 from .crispr.cli import add_crispr_parser
 from .screen_cli import add_screen_parser
-from .server import add_serve_parser
-
 
 
 def _gpu_list(text: str) -> list[int]:
@@ -77,7 +74,9 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extra_commands=()) -> argparse.ArgumentParser:
+    """The ``seqsift`` parser; ``extra_commands``: functions adding subcommands from layers above this one
+    (console.py adds server.py's ``serve``), each called with the subparsers."""
     parser = _Parser(prog="seqsift", description=(
         "Find approximate occurrences of many short patterns in whole genomes, "
         "on GPUs or CPU cores, through Dask."))
@@ -114,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(d)
     add_screen_parser(commands, _add_run_options)
     add_crispr_parser(commands, _add_run_options)
-    add_serve_parser(commands)
+    for add_command in extra_commands:
+        add_command(commands)
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
@@ -190,9 +190,9 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, extra_commands=()) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(extra_commands).parse_args(argv)
     except SystemExit as exit_request:  # --help, --version, or a one-line usage error
         return exit_request.code
     handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench}.get(args.command) or args.handler
@@ -216,10 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-def console_main() -> None:
+def console_main(extra_commands=()) -> None:
     """The ``seqsift`` command run in this process (console.py sends it to a server first, if one
     listens): :func:`main` with the command line's arguments, then :func:`exit_now`."""
-    exit_now(main())
+    exit_now(main(extra_commands=extra_commands))
 
 
 def _one_line(err: BaseException, limit: int = 300) -> str:

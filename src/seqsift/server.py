@@ -13,142 +13,107 @@ that has done all of that once:
     seqsift serve --stop
 
 While a server listens, the ``seqsift`` command sends its arguments, working
-folder and ``SEQSIFT_*`` environment there and only relays what the job
-prints and its exit status; the job itself is the same ``cli.main`` run, on
-the server's cluster (``cluster.keep_for_jobs``), whose worker keeps the
-genomes it has read on the GPU (``engine.task``'s chunk caches) for the next
-job. Without a server nothing changes. Runs that read standard input, or
-that name their own cluster (``--scheduler``, ``--scheduler-file``,
-``--gpus``, ``--workers``), run in the calling process as before.
+folder, umask and settings (``SEQSIFT_*``, ``XDG_CACHE_HOME``, ``HOME``)
+there and only relays what the job prints and its exit status
+(server_client.py, the caller's half, says when a run is sent and when not);
+the job itself is the same ``cli.main`` run, on the server's cluster
+(``cluster.keep_for_jobs``), whose worker keeps the genomes it has read on
+the GPU (the chunk caches) for the next job.
 
-Privacy and lifetime. The socket is a Unix socket in a folder only its user
-can enter (``$XDG_RUNTIME_DIR/seqsift`` or ``$TMPDIR/seqsift-<uid>``), and
-the server also checks each caller's user id (``SO_PEERCRED``). It runs one
-job at a time (a second caller waits), exits after ``--idle-minutes``
-without a job (default 30: the GPU memory it holds is given back), and on
-``--stop`` or Ctrl-C. A caller that goes away mid-job (Ctrl-C, a closed
-pipe) interrupts the job in the server, which cleans up as the command
-line does (no half-written output) and waits for the next.
+This process, its threads and what each does:
 
-This module's client half imports only the standard library, so that a run
-through the server starts in tens of milliseconds.
+* the main thread runs the callers' jobs, one at a time, in arrival order
+  (``cli.main`` must run there: Ctrl-C and the job's own interrupt handling
+  are the main thread's); it stops after ``--idle-minutes`` without a job
+  (default 30: the GPU memory it holds is given back), on ``--stop`` (after
+  the job under way) and on Ctrl-C;
+* the listening thread accepts connections and hands each to a thread of its
+  own, which checks the caller's user id (``SO_PEERCRED``), reads one
+  request line within ``REQUEST_SECONDS`` (a silent connection is dropped,
+  never waited for), and answers ``status`` and ``stop`` at once or queues a
+  ``run``, telling the caller when it waits for another job. A malformed
+  request gets a one-line error and is dropped; nothing a caller sends can
+  stop the server;
+* each job has a watcher thread: a caller that goes away mid-job (Ctrl-C, a
+  closed pipe) interrupts the job at once, as Ctrl-C would in the caller's
+  own process (SIGINT to the main thread, seen only while that job runs): it
+  cleans up (no half-written output) and the server waits for the next.
+
+Privacy: the socket is created in a folder only its user can enter
+(``$XDG_RUNTIME_DIR/seqsift`` or ``$TMPDIR/seqsift-<uid>``, mode 700), with
+mode 600; a folder that exists but belongs to someone else, or is open to
+others, is refused with a one-line error.
 """
 from __future__ import annotations
 
 import io
 import json
 import os
+import queue
+import signal
 import socket
-import stat
-import struct
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from .console import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, discard_standard_output
+from . import cli
+from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, InputError
+from .server_client import (CALLER_SETTINGS, FRAME, SERVED_COMMANDS, SOCKET_VARIABLE, ask, peer_uid,
+                            private_problem, socket_path)
 
-SOCKET_VARIABLE = "SEQSIFT_SERVER_SOCKET"
-"""Overrides where the server listens (tests, or two servers for two GPU sets)."""
-SERVED_COMMANDS = ("search", "crispr", "screen")
-OWN_CLUSTER_OPTIONS = ("--scheduler", "--scheduler-file", "--gpus", "--workers")
 DEFAULT_IDLE_MINUTES = 30.0
-_FRAME = struct.Struct("<cI")  # kind (b"O" stdout, b"E" stderr, b"X" exit status), payload length
+REQUEST_SECONDS = 10.0
+"""How long a connection may take to send its request line before it is dropped."""
+MAX_REQUEST_BYTES = 1 << 20
 
 
-def socket_path() -> Path:
-    explicit = os.environ.get(SOCKET_VARIABLE)
-    if explicit:
-        return Path(explicit)
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    folder = Path(runtime) / "seqsift" if runtime else Path(tempfile.gettempdir()) / f"seqsift-{os.getuid()}"
-    return folder / "server.sock"
+class BadRequest(ValueError):
+    """A request the server cannot run; ``str()`` is the one line the caller is told."""
 
 
-# -- the caller's side ------------------------------------------------------------------------
-
-def served(argv: list[str]) -> bool:
-    """Whether a run with these arguments may go to a server (module docstring)."""
+def parse_request(line: bytes) -> dict:
+    """The request of one JSON line, checked field by field (BadRequest says what is wrong)."""
+    try:
+        request = json.loads(line)
+    except ValueError:
+        raise BadRequest("the request is not one line of JSON") from None
+    if not isinstance(request, dict):
+        raise BadRequest("the request is not a JSON object")
+    kind = request.get("kind")
+    if kind in ("status", "stop"):
+        return {"kind": kind}
+    if kind != "run":
+        raise BadRequest(f"unknown request kind {kind!r}")
+    argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env", {})
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or not argv:
+        raise BadRequest("argv must be a list of strings")
     command = next((a for a in argv if not a.startswith("-")), None)
     if command not in SERVED_COMMANDS:
-        return False
-    if "-" in argv:  # a pattern list or query on standard input: the server cannot read ours
-        return False
-    return not any(a == option or a.startswith(option + "=") for a in argv for option in OWN_CLUSTER_OPTIONS)
+        raise BadRequest(f"the server runs only {', '.join(SERVED_COMMANDS)}, not {command!r}")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise BadRequest("cwd must be an absolute path")
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise BadRequest("env must map names to strings")
+    if any(not (k.startswith("SEQSIFT_") or k in CALLER_SETTINGS) or k == SOCKET_VARIABLE for k in env):
+        raise BadRequest("env may hold only SEQSIFT_* settings, XDG_CACHE_HOME and HOME")
+    umask = request.get("umask", 0o022)
+    if isinstance(umask, bool) or not isinstance(umask, int) or not 0 <= umask <= 0o777:
+        raise BadRequest("umask must be a whole number from 0 to 0o777")
+    return {"kind": "run", "argv": argv, "cwd": cwd, "env": env, "umask": umask,
+            "stdout_tty": bool(request.get("stdout_tty")), "stderr_tty": bool(request.get("stderr_tty"))}
 
 
-def _connect(path: Path, timeout: float | None = 2.0) -> socket.socket | None:
-    """A connection to a listening server at ``path``, or None (no socket, or a stale one)."""
-    if not path.exists():
-        return None
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.settimeout(timeout)
+def _send_frame(connection: socket.socket, kind: bytes, payload: bytes) -> bool:
+    """Send one frame; False if the caller is gone."""
     try:
-        connection.connect(str(path))
+        connection.sendall(FRAME.pack(kind, len(payload)) + payload)
+        return True
     except OSError:
-        connection.close()
-        return None
-    connection.settimeout(None)
-    return connection
+        return False
 
 
-def run_on_server(argv: list[str]) -> int | None:
-    """Run ``argv`` on this user's server; its exit status, or None when no server takes it (run here)."""
-    if not served(argv):
-        return None
-    connection = _connect(socket_path())
-    if connection is None:
-        return None
-    request = {"kind": "run", "argv": argv, "cwd": os.getcwd(),
-               "env": {k: v for k, v in os.environ.items() if k.startswith("SEQSIFT_") and k != SOCKET_VARIABLE},
-               "stdout_tty": sys.stdout.isatty(), "stderr_tty": sys.stderr.isatty()}
-    try:
-        connection.sendall(json.dumps(request).encode() + b"\n")
-        return _relay(connection)
-    except KeyboardInterrupt:
-        connection.close()  # the server sees the caller gone and interrupts the job
-        print("seqsift: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        connection.close()
-
-
-def _relay(connection: socket.socket) -> int:
-    """Copy the job's output frames to our stdout and stderr until its exit status arrives."""
-    reader = connection.makefile("rb")
-    while True:
-        header = reader.read(_FRAME.size)
-        if len(header) < _FRAME.size:
-            print("seqsift: error: the seqsift server ended during the job (its own output says why)",
-                  file=sys.stderr)
-            return EXIT_FAILED
-        kind, length = _FRAME.unpack(header)
-        payload = reader.read(length)
-        if kind == b"X":
-            return int(payload.decode())
-        stream = sys.stdout if kind == b"O" else sys.stderr
-        try:
-            stream.buffer.write(payload)
-            stream.flush()
-        except BrokenPipeError:  # `seqsift search ... | head`: stop the job, stay quiet
-            connection.close()
-            discard_standard_output()
-            return EXIT_BROKEN_PIPE
-
-
-def ask(kind: str) -> dict | None:
-    """A ``status`` or ``stop`` request to the server; its answer, or None when none listens."""
-    connection = _connect(socket_path())
-    if connection is None:
-        return None
-    with connection:
-        connection.sendall(json.dumps({"kind": kind}).encode() + b"\n")
-        line = connection.makefile("rb").readline()
-    return json.loads(line) if line else None
-
-
-# -- the server's side ------------------------------------------------------------------------
+# -- a job's standard streams ------------------------------------------------------------------
 
 class _FrameStream(io.RawIOBase):
     """A write-only stream that sends what is written as frames of one kind; silent once the caller is gone."""
@@ -167,13 +132,12 @@ class _FrameStream(io.RawIOBase):
     def write(self, data) -> int:
         data = bytes(data)
         if not self.gone and data:
-            try:
-                with self.sending:
-                    self.connection.sendall(_FRAME.pack(self.kind, len(data)) + data)
-            except OSError:
+            with self.sending:
+                sent = _send_frame(self.connection, self.kind, data)
+            if not sent:
                 self.gone = True
                 if self.kind == b"O":
-                    raise BrokenPipeError("the caller stopped reading") from None
+                    raise BrokenPipeError("the caller stopped reading")
         return len(data)
 
 
@@ -182,14 +146,49 @@ def _text_stream(connection: socket.socket, kind: bytes, tty: bool, sending: thr
                             line_buffering=True, write_through=True)
 
 
-class _Job:
-    """One caller's run in this process: its folder, environment and standard streams, for its duration."""
+# -- interrupting the job under way ------------------------------------------------------------
 
-    def __init__(self, connection: socket.socket, request: dict):
-        self.connection, self.request = connection, request
+class _Interrupts:
+    """SIGINT in the server's main thread: the user's own Ctrl-C stops the server; a watcher's
+    (its caller went away) interrupts that caller's job only, and only while it runs."""
+
+    def __init__(self):
         self.lock = threading.Lock()
-        self.running = True
-        self.interrupted_by_caller = False
+        self.job: _Job | None = None          # the job under way, while it runs
+        self.for_job: _Job | None = None      # the job a watcher's SIGINT is meant for
+        self.server_stopped = False           # the user pressed Ctrl-C on the server itself
+
+    def install(self) -> None:
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        meant_for, self.for_job = self.for_job, None
+        if meant_for is None:
+            self.server_stopped = True  # Ctrl-C on the server itself: the job (if any) stops, then the server
+            raise KeyboardInterrupt
+        if meant_for is self.job:
+            raise KeyboardInterrupt  # the job's caller is gone: stop the job there
+        # A watcher's signal that arrived after its job ended: nothing to stop.
+
+    def interrupt(self, job: "_Job") -> None:
+        """From a watcher thread: stop ``job`` now if it still runs."""
+        with self.lock:
+            if self.job is job:
+                self.for_job = job
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    def running(self, job: "_Job | None") -> None:
+        with self.lock:
+            self.job = job
+
+
+class _Job:
+    """One caller's run in this process: its folder, settings and standard streams, for its duration."""
+
+    def __init__(self, connection: socket.socket, request: dict, interrupts: _Interrupts):
+        self.connection, self.request, self.interrupts = connection, request, interrupts
+        self.caller_gone = False
+        self._saved = None
 
     def watch_caller(self) -> None:
         """Interrupt the job (as Ctrl-C would) when the caller goes away before it ends."""
@@ -198,71 +197,182 @@ class _Job:
                 pass
         except OSError:
             pass
-        with self.lock:
-            if self.running:
-                self.interrupted_by_caller = True
-                import _thread
-
-                _thread.interrupt_main()
+        self.caller_gone = True
+        self.interrupts.interrupt(self)
 
     def run(self) -> int:
-        from .cli import main
-
-        saved_cwd, saved_env = os.getcwd(), dict(os.environ)
-        saved_streams = sys.stdout, sys.stderr
+        """Run the job with the caller's folder, settings, umask and streams; its exit status."""
+        request = self.request
         sending = threading.Lock()
-        out = _text_stream(self.connection, b"O", bool(self.request.get("stdout_tty")), sending)
-        err = _text_stream(self.connection, b"E", bool(self.request.get("stderr_tty")), sending)
-        threading.Thread(target=self.watch_caller, name="seqsift-server-caller", daemon=True).start()
-        code = EXIT_FAILED
+        out = _text_stream(self.connection, b"O", request["stdout_tty"], sending)
+        err = _text_stream(self.connection, b"E", request["stderr_tty"], sending)
         try:
-            os.chdir(self.request["cwd"])
-            for name in [k for k in os.environ if k.startswith("SEQSIFT_") and k != SOCKET_VARIABLE]:
-                del os.environ[name]
-            os.environ.update(self.request.get("env", {}))
-            sys.stdout, sys.stderr = out, err
-            code = main(list(self.request["argv"]))
+            os.chdir(request["cwd"])
+        except OSError as error:
+            err.write(f"seqsift: error: the seqsift server cannot enter the working folder {request['cwd']} "
+                      f"({error.strerror or error}); run without the server\n")
+            return EXIT_BAD_INPUT
+        self._saved = (dict(os.environ), list(sys.argv), sys.stdout, sys.stderr, os.umask(request["umask"]))
+        for name in [k for k in os.environ if (k.startswith("SEQSIFT_") and k != SOCKET_VARIABLE)
+                     or k in CALLER_SETTINGS]:
+            del os.environ[name]
+        os.environ.update(request["env"])
+        sys.argv = ["seqsift", *request["argv"]]  # what the output lock records as the command
+        sys.stdout, sys.stderr = out, err
+        threading.Thread(target=self.watch_caller, name="seqsift-server-caller", daemon=True).start()
+        self.interrupts.running(self)
+        try:
+            return cli.main(list(request["argv"]))
         except SystemExit as exit_request:
-            code = exit_request.code if isinstance(exit_request.code, int) else EXIT_FAILED
-        except KeyboardInterrupt:  # arrived outside cli.main's own handling
-            code = EXIT_INTERRUPTED
+            return exit_request.code if isinstance(exit_request.code, int) else EXIT_FAILED
         finally:
-            with self.lock:
-                self.running = False
+            self.interrupts.running(None)
             for stream in (out, err):
                 try:
                     stream.flush()
                 except (OSError, ValueError):
                     pass
-            sys.stdout, sys.stderr = saved_streams
-            os.chdir(saved_cwd)
-            os.environ.clear()
-            os.environ.update(saved_env)
-        return int(code or 0)
+
+    def restore(self, home: str) -> None:
+        """Put the server's own folder, settings, umask and streams back (idempotent)."""
+        os.chdir(home)
+        if self._saved is None:
+            return
+        environment, argv, stdout, stderr, umask = self._saved
+        self._saved = None
+        os.environ.clear()
+        os.environ.update(environment)
+        sys.argv, sys.stdout, sys.stderr = argv, stdout, stderr
+        os.umask(umask)
 
 
-def _peer_uid(connection: socket.socket) -> int | None:
-    if not hasattr(socket, "SO_PEERCRED"):
-        return None
-    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", credentials)[1]
+# -- the server --------------------------------------------------------------------------------
+
+class _Server:
+    """The listening socket's state: the queue of callers and what ``status`` reports."""
+
+    def __init__(self, listener: socket.socket, backend: str):
+        self.listener, self.backend = listener, backend
+        self.jobs: queue.Queue = queue.Queue()   # (connection, request), or None: stop
+        self.served = 0
+        self.started = time.time()
+        self.busy_since: float | None = None
+        self.stopping = threading.Event()
+
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "backend": self.backend, "jobs": self.served, "since": self.started,
+                "running": self.busy_since is not None, "waiting": self.jobs.qsize()}
+
+    def listen(self) -> None:
+        """The listening thread: one short-lived thread per connection, until the socket closes."""
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed at shutdown
+                return
+            threading.Thread(target=self.take_request, args=(connection,), name="seqsift-server-request",
+                             daemon=True).start()
+
+    def take_request(self, connection: socket.socket) -> None:
+        """Check the caller, read its request, then answer it or queue its job (never raises)."""
+        try:
+            if peer_uid(connection) not in (None, os.getuid()):
+                connection.close()
+                return
+            connection.settimeout(REQUEST_SECONDS)
+            line = connection.makefile("rb").readline(MAX_REQUEST_BYTES)
+            connection.settimeout(None)
+            request = parse_request(line)
+        except BadRequest as bad:
+            _send_frame(connection, b"E", f"seqsift: error: bad request to the seqsift server: {bad}\n".encode())
+            _send_frame(connection, b"X", str(EXIT_BAD_INPUT).encode())
+            connection.close()
+            return
+        except (OSError, ValueError):  # silent past the timeout, gone, or an over-long line
+            connection.close()
+            return
+        if request["kind"] in ("status", "stop"):
+            try:
+                connection.sendall(json.dumps(self.status()).encode() + b"\n")
+            except OSError:
+                pass  # a caller that hung up before the answer
+            connection.close()
+            if request["kind"] == "stop":
+                self.stopping.set()
+                self.jobs.put(None)
+            return
+        if self.busy_since is not None or not self.jobs.empty():
+            ahead = self.jobs.qsize() + (self.busy_since is not None)
+            _send_frame(connection, b"W", f"the seqsift server (pid {os.getpid()}) is running another job; "
+                                          f"waiting for {ahead} job{'s' if ahead != 1 else ''} ahead".encode())
+        self.jobs.put((connection, request))
+
+    def run_jobs(self, idle_seconds: float, interrupts: _Interrupts) -> None:
+        """The main thread: run queued jobs until idle, stopped, or Ctrl-C (KeyboardInterrupt)."""
+        home = os.getcwd()
+        while True:
+            try:
+                item = self.jobs.get(timeout=idle_seconds)
+            except queue.Empty:
+                return
+            if item is None:
+                return
+            connection, request = item
+            job = _Job(connection, request, interrupts)
+            self.busy_since = time.time()
+            try:
+                code = job.run()
+            except KeyboardInterrupt:
+                if interrupts.server_stopped or not job.caller_gone:
+                    job.restore(home)
+                    _send_frame(connection, b"E", b"seqsift: error: the seqsift server was stopped\n")
+                    connection.close()
+                    raise
+                code = EXIT_INTERRUPTED
+            finally:
+                self.busy_since = None
+                job.restore(home)
+            self.served += 1
+            _send_frame(connection, b"X", str(int(code or 0)).encode())
+            connection.close()
+            if interrupts.server_stopped:  # the job caught the user's Ctrl-C (cli.main does): now stop
+                raise KeyboardInterrupt
+
+    def refuse_waiting(self) -> None:
+        """Tell callers still queued that the server stopped (their command fails; they may run it again)."""
+        while True:
+            try:
+                item = self.jobs.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                connection, _ = item
+                _send_frame(connection, b"E", b"seqsift: error: the seqsift server stopped before this job "
+                                              b"ran; run the command again\n")
+                _send_frame(connection, b"X", str(EXIT_FAILED).encode())
+                connection.close()
 
 
-def _private_socket(path: Path) -> socket.socket:
+def private_socket(path: Path) -> socket.socket:
     """Listen at ``path``, in a folder only this user can enter; a stale socket file is replaced."""
     folder = path.parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
-    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        from .errors import InputError
-
-        raise InputError(f"the server's folder {folder} must belong to you and be closed to others (chmod 700)")
-    if path.exists() or path.is_symlink():
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot make the server's folder {folder} ({err.strerror or err})") from None
+    problem = private_problem(folder, want_socket=False)
+    if problem is not None:
+        raise InputError(f"the server's folder {folder} must belong to you and be closed to others "
+                         f"(chmod 700): {problem}; or set {SOCKET_VARIABLE} to a socket path in such a folder")
+    if os.path.lexists(path):
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    os.chmod(path, 0o600)
-    listener.listen(8)
+    old_umask = os.umask(0o177)  # the socket is born 600: no instant in which others may connect
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    listener.listen(64)
     return listener
 
 
@@ -272,67 +382,31 @@ def serve(backend: str = "auto", idle_minutes: float = DEFAULT_IDLE_MINUTES, das
     from .engine import resolve_backend
 
     path = socket_path()
-    status = ask("status")
+    status = ask("status", quiet=True)
     if status is not None:
-        from .errors import InputError
-
-        raise InputError(f"a seqsift server is already running (pid {status['pid']}, {path})")
+        raise InputError(f"a seqsift server is already running (pid {status.get('pid')}, {path})")
     chosen = resolve_backend(backend)
+    interrupts = _Interrupts()
     with cluster.connect(chosen, dashboard=dashboard) as client:
-        listener = _private_socket(path)
+        listener = private_socket(path)
+        server = _Server(listener, chosen)
         try:
             with cluster.keep_for_jobs(client, chosen):
-                import seqsift.cli  # noqa: F401  (everything a job imports, before the first caller)
-
+                interrupts.install()
+                threading.Thread(target=server.listen, name="seqsift-server-listen", daemon=True).start()
                 print(f"seqsift server: listening on {path} ({chosen}; stops after {idle_minutes:g} idle minutes)",
                       flush=True)
-                _accept_jobs(listener, idle_minutes, chosen)
+                try:
+                    server.run_jobs(idle_minutes * 60, interrupts)
+                except KeyboardInterrupt:
+                    pass
         finally:
+            server.stopping.set()
             listener.close()
             path.unlink(missing_ok=True)
+            server.refuse_waiting()
     print("seqsift server: stopped", flush=True)
     return 0
-
-
-def _accept_jobs(listener: socket.socket, idle_minutes: float, backend: str) -> None:
-    served_jobs, started = 0, time.time()
-    listener.settimeout(idle_minutes * 60)
-    while True:
-        try:
-            connection, _ = listener.accept()
-        except socket.timeout:
-            return
-        except KeyboardInterrupt:
-            return
-        with connection:
-            if _peer_uid(connection) not in (None, os.getuid()):
-                continue
-            line = connection.makefile("rb").readline()
-            try:
-                request = json.loads(line)
-            except ValueError:
-                continue
-            kind = request.get("kind")
-            if kind in ("status", "stop"):
-                answer = {"pid": os.getpid(), "backend": backend, "jobs": served_jobs, "since": started}
-                connection.sendall(json.dumps(answer).encode() + b"\n")
-                if kind == "stop":
-                    return
-                continue
-            if kind != "run":
-                continue
-            job = _Job(connection, request)
-            try:
-                code = job.run()
-            except KeyboardInterrupt:
-                if not job.interrupted_by_caller:
-                    return  # Ctrl-C on the server itself
-                code = EXIT_INTERRUPTED
-            served_jobs += 1
-            try:
-                connection.sendall(_FRAME.pack(b"X", len(str(code))) + str(code).encode())
-            except OSError:
-                pass
 
 
 # -- the ``seqsift serve`` subcommand ---------------------------------------------------------
@@ -350,8 +424,10 @@ def add_serve_parser(subcommands) -> None:
     s.add_argument("--idle-minutes", type=float, default=DEFAULT_IDLE_MINUTES,
                    help=f"stop after this long without a job (default {DEFAULT_IDLE_MINUTES:g})")
     s.add_argument("--dashboard", action="store_true", help="serve the Dask dashboard on 127.0.0.1:8787")
-    s.add_argument("--stop", action="store_true", help="stop the running server (after its current job)")
-    s.add_argument("--status", action="store_true", help="print the running server's pid, backend and job count")
+    s.add_argument("--stop", action="store_true",
+                   help="stop the running server (after its current job); prints its status as it stops")
+    s.add_argument("--status", action="store_true",
+                   help="print the running server's pid, backend, jobs run, and whether one runs or waits (JSON)")
     s.set_defaults(handler=cmd_serve)
 
 
