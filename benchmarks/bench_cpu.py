@@ -35,7 +35,7 @@ import numpy as np
 
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 K = 3
 M = 20

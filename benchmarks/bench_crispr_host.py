@@ -55,7 +55,7 @@ def main() -> None:
     from seqsift.crispr.task import CrisprJob, _rows_for_chunk, sort_rows
     from seqsift.kernels.crispr import find_sites
     from seqsift.kernels.crispr.cuda import guide_words
-    from seqsift.patterns import PatternSet
+    from seqsift.pattern_set import PatternSet
 
     opener = gzip.open if Path(args.genome).read_bytes()[:2] == b"\x1f\x8b" else open
     with opener(args.genome, "rt") as handle:
@@ -63,7 +63,7 @@ def main() -> None:
     rng = random.Random(1)
 
     many = tuple("".join(rng.choice("ACGT") for _ in range(20)) for _ in range(10_000))
-    job = CrisprJob(reference=None, guides=PatternSet(tuple(f"g{i}" for i in range(len(many))), many),
+    job = CrisprJob(references=(), guides=PatternSet(tuple(f"g{i}" for i in range(len(many))), many),
                     limits=(4,) * len(many), pam="NGG", pam_side=3, dna_bulge=0, rna_bulge=0, strands=(0, 1),
                     backend="cuda")
     job.rows(range(0, 8192))
@@ -74,7 +74,7 @@ def main() -> None:
 
     starts = [rng.randrange(len(sequence) - 20) for _ in range(30)]
     guides = tuple("N" * 8 + sequence[s + 8:s + 20].replace("N", "A") for s in starts)
-    bulged = CrisprJob(reference=None, guides=PatternSet(tuple(f"b{i}" for i in range(len(guides))), guides),
+    bulged = CrisprJob(references=(), guides=PatternSet(tuple(f"b{i}" for i in range(len(guides))), guides),
                        limits=(3,) * len(guides), pam="NGG", pam_side=3, dna_bulge=1, rna_bulge=1, strands=(0, 1),
                        backend="cpu")
     raw = np.frombuffer(sequence.encode(), dtype=np.uint8)

@@ -25,7 +25,7 @@ import numpy as np
 
 from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this script
 from seqsift.bench import source_commit
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 INT_ROOF = 16.7e12  # H100 int32 ops/s (DESIGN.md)
 K = 3

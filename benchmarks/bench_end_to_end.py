@@ -7,7 +7,7 @@ Writes a random genome into ``--genome-dir`` (``--records`` records, 60-column
 lines, uniform ACGT, and its plain-gzip copy; reused while the size asks for
 the same; flushed to disk, still in the page cache), then runs the issue's
 jobs, each through the CLI in a fresh process as a user would, with seqsift's
-stage timers on (``SEQSIFT_STAGE_TIMES=1``, ``seqsift.engine.stages``):
+stage timers on (``SEQSIFT_STAGE_TIMES=1``, ``seqsift.runtime.stages``):
 
 =========================== =====================================================================
 e2e-edit-312x23-cold        312 x 23-nt guides, edit k = 3, both strands, best + CIGAR, to Parquet;
@@ -234,7 +234,7 @@ def as_cli(argv: list[str]) -> int:
     reads its reference, as they do for a user."""
     os.environ["SEQSIFT_STAGE_TIMES"] = "1"  # before seqsift is imported: workers inherit it
     from seqsift import cli
-    from seqsift.engine import stages
+    from seqsift.runtime import stages
 
     main_began = time.time()
     began = time.perf_counter()
@@ -250,7 +250,7 @@ def as_cli(argv: list[str]) -> int:
 def kernel_alone(codes: list[np.ndarray], guides: list[str], metric: str, k: int, backend: str) -> tuple[float, str]:
     """Seconds of the job's kernel over every record (text already encoded, on the device for CUDA)."""
     from seqsift import kernels
-    from seqsift.patterns import PatternSet
+    from seqsift.pattern_set import PatternSet
 
     names = tuple(f"g{i}" for i in range(len(guides)))
     batch = PatternSet(names, tuple(guides)).oriented(range(len(guides)), (0, 1))
@@ -281,7 +281,7 @@ def api_second_call(fasta: Path, guides: list[str], backend: str, workers: int |
     """The edit job twice from Python on one client; stage seconds of the second call."""
     import seqsift
     from seqsift.cluster import connect
-    from seqsift.engine import stages
+    from seqsift.runtime import stages
 
     named = {f"g{i}": g for i, g in enumerate(guides)}
     with connect(backend, workers=workers) as client:
@@ -456,7 +456,7 @@ def main() -> None:
              f"seqsift end to end on {saved['device']}, {saved['genome_bases'] / 1e9:.2f} Gbp")
         raise SystemExit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--as-cli":
-        os.environ["SEQSIFT_STAGE_TIMES"] = "1"  # before seqsift.engine.stages is imported (it reads it then)
+        os.environ["SEQSIFT_STAGE_TIMES"] = "1"  # before seqsift.runtime.stages is imported (it reads it then)
         from seqsift.cli import exit_now
 
         exit_now(as_cli(sys.argv[2:]))  # ends as the seqsift command does (cli.console_main)

@@ -38,7 +38,7 @@ from seqsift.bench import source_commit
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
 from gpu_timing import call_seconds, event_seconds  # benchmarks/gpu_timing.py, beside this script
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 HBM_ROOF = 3.03e12
 INT_ROOF = 16.7e12

@@ -50,7 +50,7 @@ from seqsift.kernels import find_ends
 from seqsift.kernels.nfa import cpu as nfa_cpu
 from seqsift.kernels.nfa import nfa_cuda
 from seqsift.kernels.nfa.cuda import words_per_thread
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 INT_ROOF = 16.7e12          # H100 int32 ops/s (DESIGN.md): 132 SMs x 64 lanes x 1.98 GHz
 ISSUE_ROOF = 33.4e12        # H100 instructions issued per s, per lane: 132 SMs x 4 warps x 32 x 1.98 GHz

@@ -36,7 +36,7 @@ from gpu_timing import event_seconds  # benchmarks/gpu_timing.py, beside this sc
 from seqsift.bench import source_commit
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends, rowdp
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 INT_ROOF = 16.7e12  # H100 int32 ops/s (DESIGN.md)
 ALGORITHMS = ("edit-rowdp", "edit-rowdp-shfl", "edit-myers")

@@ -87,7 +87,7 @@ def main() -> None:
 
     # The kernel alone over the whole genome on one GPU, chunk by chunk, for comparison.
     from seqsift.kernels import find_ends
-    from seqsift.patterns import PatternSet
+    from seqsift.pattern_set import PatternSet
     from seqsift.alphabet import encode_text
 
     ref = open_reference(reference)

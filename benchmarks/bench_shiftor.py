@@ -40,7 +40,7 @@ import numpy as np
 from gpu_timing import call_seconds, event_seconds  # benchmarks/gpu_timing.py, beside this script
 from seqsift.bench import memory_copy_roof, source_commit
 from seqsift.kernels import shiftor
-from seqsift.patterns import STRAND_PLUS, PatternSet
+from seqsift.pattern_set import STRAND_PLUS, PatternSet
 
 ROOF = 3.03e12          # H100 device copy rate, bytes/s (DESIGN.md)
 SIGMA = 64

@@ -19,8 +19,8 @@ def main() -> int:
     argv = sys.argv[1:]
     argv = argv[1:] if argv[:1] == ["--"] else argv
     from seqsift import cli
-    from seqsift.engine import run
-    import seqsift.engine as engine
+    from seqsift.runtime import run
+    import seqsift.searching as engine
 
     marks = {}
     real_as_completed = run.as_completed

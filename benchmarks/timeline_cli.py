@@ -60,7 +60,7 @@ def instrument() -> None:
     """Wrap the stages. Functions that tasks find as module globals at call time: Dask pickles the task
     function itself, so ``run_task`` stays as it is."""
     from seqsift import engine
-    from seqsift.engine import output, run, task
+    from seqsift.searching import output, run, task
     from seqsift.kernels import cuda as kernels_cuda
     import seqsift.cluster as cluster
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from seqsift.alphabet import NEVER, encode_text
 from seqsift.kernels import align_cpu, edit, hamming, locate
-from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternSet
+from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternSet
 
 import oracle
 from cross_check import optional, require

@@ -185,7 +185,7 @@ def test_a_cluster_started_ahead_runs_the_job_it_was_started_for(tmp_path, monke
     """The one-GPU path (the cluster lives in this process, so it starts while the reference is
     read), taken here by a CPU cluster of one worker: same hits as the oracle, and the cluster was
     started on its own thread and shut down with the job."""
-    import seqsift.engine as engine
+    import seqsift.searching as engine
     from naive_search import expected_rows
 
     started = _watch_connections(monkeypatch)
@@ -233,8 +233,8 @@ def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(mo
 
 @pytest.mark.parametrize("problem", ["missing reference", "pattern longer than every record", "output locked"])
 def test_a_job_that_fails_before_it_runs_shuts_down_the_cluster_started_for_it(tmp_path, monkeypatch, problem):
-    import seqsift.engine as engine
-    from seqsift.engine.lock import OutputLock
+    import seqsift.searching as engine
+    from seqsift.runtime.lock import OutputLock
     from seqsift.errors import InputError
 
     started = _watch_connections(monkeypatch)

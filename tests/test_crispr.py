@@ -395,10 +395,10 @@ def test_a_job_orients_each_guide_range_once_for_all_its_task_threads():
 
     from crispr_oracle import SETS
     from seqsift.crispr.task import CrisprJob
-    from seqsift.patterns import PatternSet
+    from seqsift.pattern_set import PatternSet
 
     sequences = ("ACGTACGTAC", "GGRTTA", "TTTNCAGGACCA", "CAGT")
-    job = CrisprJob(reference=None, guides=PatternSet(("a", "b", "c", "d"), sequences), limits=(1, 2, 3, 1),
+    job = CrisprJob(references=(), guides=PatternSet(("a", "b", "c", "d"), sequences), limits=(1, 2, 3, 1),
                     pam="NGG", pam_side=3, dna_bulge=0, rna_bulge=0, strands=(0, 1), backend="cpu")
     with ThreadPoolExecutor(8) as pool:
         shared = list(pool.map(lambda _: job.rows(range(1, 3)), range(32)))

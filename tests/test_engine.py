@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 import seqsift
-from seqsift.engine.job import SearchJob
-from seqsift.engine.merge import OrderedMerger
-from seqsift.engine.task import run_task
+from seqsift.searching.job import SearchJob
+from seqsift.searching.merge import OrderedMerger
+from seqsift.searching.task import run_task
 from seqsift.partitioning import plan_chunks
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 from naive_search import expected_rows, reverse_complement
 
@@ -198,7 +198,7 @@ def test_coordinates_beyond_two_to_the_31(metric):
 def test_sort_rows_merges_sorted_runs_into_the_output_order(reports_start, runs):
     """merge.sort_rows: a few sorted runs (workers' results) merged, many sorted, huge indices
     sorted by the columns; always exactly pandas' stable sort by the output columns."""
-    from seqsift.engine.merge import ENDS_ORDER_COLUMNS, ORDER_COLUMNS, sort_rows
+    from seqsift.searching.merge import ENDS_ORDER_COLUMNS, ORDER_COLUMNS, sort_rows
 
     rng = np.random.default_rng(runs)
     columns = ORDER_COLUMNS if reports_start else ENDS_ORDER_COLUMNS

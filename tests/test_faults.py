@@ -18,7 +18,7 @@ from distributed import Client
 import fault_injection
 import seqsift
 from seqsift.cluster import local_cluster
-from seqsift.engine.merge import OrderedMerger
+from seqsift.searching.merge import OrderedMerger
 from seqsift.errors import InputError
 from seqsift.io.reference import open_reference
 from test_engine import mutate, write_fasta

@@ -9,7 +9,7 @@ import pytest
 
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 import oracle
 from test_engine import mutate

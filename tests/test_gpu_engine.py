@@ -80,11 +80,11 @@ def test_task_threads_search_on_streams_of_their_own(tmp_path, metric, algorithm
     import cupy
 
     from seqsift import kernels
-    from seqsift.engine.job import SearchJob
-    from seqsift.engine.task import run_task
+    from seqsift.searching.job import SearchJob
+    from seqsift.searching.task import run_task
     from seqsift.io.reference import open_reference
     from seqsift.partitioning import plan_chunks
-    from seqsift.patterns import PatternSet
+    from seqsift.pattern_set import PatternSet
 
     records, patterns = adversarial_genome(9)
     reference = open_reference(write_fasta(tmp_path / "ref.fa", records))

@@ -15,7 +15,7 @@ from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
 from seqsift.kernels import rowdp
 from seqsift.kernels.rowdp import cuda as rowdp_cuda
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 import oracle
 from test_engine import mutate

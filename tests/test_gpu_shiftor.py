@@ -17,7 +17,7 @@ import pytest
 
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends, shiftor
-from seqsift.patterns import STRAND_PLUS, PatternSet
+from seqsift.pattern_set import STRAND_PLUS, PatternSet
 
 import oracle
 from test_shiftor import KS, LENGTHS, byte_case, dna_case, hit_set

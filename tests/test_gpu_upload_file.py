@@ -21,7 +21,7 @@ from seqsift.alphabet import encode_text
 from seqsift.io.reference import open_reference
 from seqsift.kernels import find_ends
 from seqsift.partitioning import Chunk
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 from test_engine import mutate, write_fasta
 
@@ -49,7 +49,8 @@ def test_file_range_upload_equals_cpu_encoding_across_staging_buffers(tmp_path):
 
 @pytest.mark.parametrize("need_raw", [False, True])
 def test_cached_windows_reach_the_device_from_the_file(tmp_path, private_cache, monkeypatch, need_raw):
-    from seqsift.engine import task
+    from seqsift.runtime import windows
+from seqsift.searching import task
     from seqsift.kernels import cuda as kernels_cuda
 
     rng = random.Random(4)
@@ -61,7 +62,7 @@ def test_cached_windows_reach_the_device_from_the_file(tmp_path, private_cache, 
     upload = kernels_cuda.upload_and_encode
     monkeypatch.setattr(kernels_cuda, "upload_and_encode", lambda raw, **kw: given.append(raw) or upload(raw, **kw))
     for record, start, end in [(0, 0, 5_000), (0, 4_990, 5_000), (1, 0, 7), (2, 0, 3_001), (2, 3_000, 3_001)]:
-        window = task.read_chunk(reference, Chunk(record, start, start, end), need_raw=need_raw, on_device=True)
+        window = windows.read_chunk(reference, Chunk(record, start, start, end), need_raw=need_raw, on_device=True)
         expected = records[record][1][start:end].encode()
         assert isinstance(given[-1], kernels_cuda.FileRange)
         assert window.device.get().tobytes() == encode_text(expected).tobytes()

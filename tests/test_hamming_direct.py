@@ -18,7 +18,7 @@ from seqsift.alphabet import encode_text
 from seqsift.kernels.hamming.cuda import (
     PLAN_BEGIN, PLAN_COUNT, PLAN_MASKS, PLAN_OFFSETS, _pack, _tile_codes, direct_row_plans, emulate_direct,
 )
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 import oracle
 

@@ -20,7 +20,7 @@ import pytest
 from seqsift.io import reference as reference_module
 from seqsift.errors import InputError, quote
 from seqsift.io.patterns import patterns_from_cli, read_patterns, validate_patterns_for_job
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 from seqsift.io.reference import NORMALISED_LINE_WIDTH, Reference, cache_directory, open_reference
 
 bgzf = pytest.importorskip("Bio.bgzf", reason="biopython is needed to write BGZF test files")

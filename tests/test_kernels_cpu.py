@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from seqsift.alphabet import NEVER, encode_text
 from seqsift.kernels import EndHits, driver, edit, find_ends, hamming
-from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternBatch, PatternSet
+from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternBatch, PatternSet
 
 import oracle
 from cross_check import optional, require

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 import seqsift
-import seqsift.engine.run
+import seqsift.runtime.run
 from naive_search import expected_rows
-from seqsift.engine.merge import SPILL_ROWS, OrderedMerger
-from seqsift.engine.run import _EarlyTasks
-from seqsift.engine.store import SpillFolder
+from seqsift.searching.merge import SPILL_ROWS, OrderedMerger
+from seqsift.runtime.run import EarlyTasks
+from seqsift.runtime.store import SpillFolder
 from test_engine import engine_frame, write_fasta
 
 NEVER_ENDING = "NNNNNNNNNNNN"   # distance 0 at every end of an A/C/G/T record: one run, the whole record
@@ -67,7 +67,7 @@ def test_run_that_never_improves_holds_rows_on_disk_and_gives_the_contract(tmp_p
         return real_write(self, name, rows)
 
     unchunked = seqsift.search(reference, patterns, 3, metric="edit", client=client, chunk_size=1_000_000)
-    monkeypatch.setattr(seqsift.engine.run, "SPILL_ROWS", 20)
+    monkeypatch.setattr(seqsift.runtime.run, "SPILL_ROWS", 20)
     monkeypatch.setattr(SpillFolder, "write", counting_write)
     got = seqsift.search(reference, patterns, 3, metric="edit", client=client, chunk_size=1_000)
     assert any(name.startswith("held-") for name in spilled), "the held rows never went to disk"
@@ -77,7 +77,7 @@ def test_run_that_never_improves_holds_rows_on_disk_and_gives_the_contract(tmp_p
 
 
 def test_tasks_of_an_unfinished_group_count_against_the_spill_budget():
-    early = _EarlyTasks(spill_rows=10)
+    early = EarlyTasks(spill_rows=10)
     first = pd.DataFrame({"record": np.zeros(8, dtype=np.int32), "end": np.arange(8, dtype=np.int64)})
     second = pd.DataFrame({"record": np.zeros(8, dtype=np.int32), "end": np.arange(8, 16, dtype=np.int64)})
     early.put((0, 0), first)          # group 0, batch 0 of 2: the group is not complete
@@ -101,12 +101,12 @@ PEAK_SCRIPT = textwrap.dedent('''
 
     if __name__ == "__main__":
         import seqsift
-        import seqsift.engine.run
+        import seqsift.runtime.run
         from distributed import Client
         from seqsift.cluster import local_cluster
 
         path, never_ending, letters, spill_rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-        seqsift.engine.run.SPILL_ROWS = spill_rows
+        seqsift.runtime.run.SPILL_ROWS = spill_rows
         rng = np.random.default_rng(3)
         patterns = [never_ending] + ["".join(rng.choice(list(letters), size=10)) for _ in range(16)]
         cluster = local_cluster("cpu", workers=2)

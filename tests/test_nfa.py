@@ -15,7 +15,7 @@ from seqsift.alphabet import encode_text
 from seqsift.kernels import ALGORITHMS, choose_algorithm, find_ends
 from seqsift.kernels.nfa import cpu as nfa_cpu
 from seqsift.kernels.nfa import nfa_cpu as nfa_search
-from seqsift.patterns import PatternBatch, PatternSet
+from seqsift.pattern_set import PatternBatch, PatternSet
 
 import oracle
 from test_engine import mutate

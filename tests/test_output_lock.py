@@ -10,7 +10,7 @@ import pytest
 
 from console import one_line_error, run_seqsift, seqsift_command, write_job_inputs
 from naive_search import expected_rows
-from seqsift.engine.lock import OutputLock, lock_path_for
+from seqsift.runtime.lock import OutputLock, lock_path_for
 from seqsift.errors import InputError
 
 GENOME = "ACGTTGCAAGGCTAGCTAGGATCCATGCAAATTTGGGCCCATATATCGCGATTACAGGATCCATGAAACCC"

@@ -17,17 +17,21 @@ import pytest
 
 import seqsift
 from seqsift.alphabet import TEXT_CODE_ARRAY, encode_text
-from seqsift.engine import stages
-from seqsift.engine.job import SearchJob
-from seqsift.engine.output import HitWriter
-from seqsift.engine.task import STRING_DTYPE, read_chunk, run_task, string_column
 from seqsift.kernels import gather_spans, locate, locate_packed
 from seqsift.partitioning import plan_chunks
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
+from seqsift.runtime import stages, windows
+from seqsift.runtime.columns import string_column, text_dtype
+from seqsift.runtime.windows import read_chunk
+from seqsift.searching.job import SearchJob
+from seqsift.searching.output import HitWriter
+from seqsift.searching.task import run_task
 from seqsift.io.reference import open_reference
 
 from cross_check import optional, require
 from test_engine import write_fasta
+
+STRING_DTYPE = text_dtype()
 
 edlib = optional("edlib")
 
@@ -233,8 +237,8 @@ def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     bytes through the code table) needs no further Numba version."""
     import threading
 
-    from seqsift.engine import task
     from seqsift.kernels import align_cpu
+    from seqsift.searching import task
 
     task._warmed_up.discard(metric)
     task.warm_up_locate(metric)
@@ -262,13 +266,11 @@ def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):
     """The second task thread waits for the first one's read instead of reading the chunk again."""
     import threading
 
-    from seqsift.engine import task
-
     text = _random_dna(random.Random(6), 3000)
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
     chunk = plan_chunks(reference.lengths, 1000, 8)[1].chunks[0]
     reads, first_inside, second_asked = [], threading.Event(), threading.Event()
-    real_read, real_cached = task._read_raw, task._cached_window
+    real_read, real_cached = windows._read_raw, windows._cached_window
 
     def read(reference, chunk):
         reads.append(threading.current_thread().name)
@@ -281,10 +283,10 @@ def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):
             second_asked.set()
         return real_cached(key, start)
 
-    monkeypatch.setattr(task, "_read_raw", read)
-    monkeypatch.setattr(task, "_cached_window", cached)
+    monkeypatch.setattr(windows, "_read_raw", read)
+    monkeypatch.setattr(windows, "_cached_window", cached)
     results = {}
-    threads = [threading.Thread(target=lambda n=n: results.__setitem__(n, task.read_chunk(reference, chunk)),
+    threads = [threading.Thread(target=lambda n=n: results.__setitem__(n, windows.read_chunk(reference, chunk)),
                                 name=f"task-{n}") for n in range(2)]
     threads[0].start()
     assert first_inside.wait(10)   # the first thread is reading before the second starts

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from console import run_seqsift
-from seqsift.progress import Progress, format_amount, format_duration, format_part
+from seqsift.runtime.progress import Progress, format_amount, format_duration, format_part
 
 
 class LogStream:

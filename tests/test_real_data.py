@@ -17,7 +17,7 @@ import pytest
 
 import seqsift
 from seqsift.alphabet import encode_text
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 import oracle
 

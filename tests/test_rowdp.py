@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.engine.job import SearchJob
-from seqsift.engine.task import run_task
+from seqsift.searching.job import SearchJob
+from seqsift.searching.task import run_task
 from seqsift.kernels import ALGORITHMS, find_ends
 from seqsift.kernels.rowdp import cpu as emulation
 from seqsift.kernels.rowdp import MAX_WARM_UP, THREADS, WARM_UP_SHARE, columns_per_thread, rowdp_cpu
 from seqsift.partitioning import plan_chunks
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 import oracle
 from test_engine import mutate

@@ -697,12 +697,15 @@ def test_failed_job_leaves_no_partial_output(tmp_path, client, monkeypatch):
     out = tmp_path / "hits.tsv"
     out.write_text("previous contents\n")
 
-    def broken(*args, **kwargs):
+    from seqsift.screening.output import ScoreTable
+
+    real_finish = ScoreTable.finish
+
+    def broken(self):  # some rows reach the writer, then the job fails
+        yield next(real_finish(self))
         raise RuntimeError("worker failed")
 
-    import seqsift.screening.run as screen_module
-
-    monkeypatch.setattr(screen_module, "_deliver", broken)
+    monkeypatch.setattr(ScoreTable, "finish", broken)
     with pytest.raises(RuntimeError):
         screen(["ACGT"] * 3, ["ACGA"] * 3, output=str(out), client=client, backend="cpu")
     assert out.read_text() == "previous contents\n"

@@ -22,7 +22,7 @@ from seqsift import kernels
 from seqsift.errors import InputError
 from seqsift.kernels import shiftor
 from seqsift.kernels.shiftor import cpu as so
-from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternSet
+from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternSet
 
 import oracle
 

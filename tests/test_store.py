@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import seqsift
-import seqsift.engine
+import seqsift.searching
 from console import run_seqsift
-from seqsift.engine.store import TaskStore
+from seqsift.runtime.store import TaskStore
 from test_faults import CHUNK, genome  # noqa: F401 (a fixture)
 RUN = ("--workers", "1", "--backend", "cpu", "--no-progress", "--chunk-size", str(CHUNK))
 
@@ -154,7 +154,7 @@ def test_a_task_file_renamed_to_another_task_or_stripped_of_its_hash_is_rerun(tm
 def test_save_soon_saves_on_the_saver_thread_and_raises_its_failure_in_the_client(tmp_path, monkeypatch):
     import errno
 
-    import seqsift.engine.store as store_module
+    import seqsift.runtime.store as store_module
 
     directory = tmp_path / "store"
     store = TaskStore(directory, {"job": 1}, resume=False)
@@ -214,7 +214,7 @@ def test_saved_tasks_carry_the_jobs_fingerprint(job_files, client, tmp_path, mon
     manifest = json.loads((store / "manifest.json").read_text())
     digests = {pa.ipc.open_file(pa.BufferReader(t.read_bytes())).schema.metadata[b"seqsift-job"] for t in tasks}
     assert len(digests) == 1 and len(digests.pop()) == 64
-    assert manifest["chunk_size"] == CHUNK
+    assert manifest["layout"]["chunk_size"] == CHUNK
 
 
 # -- item 4: the end of a job -----------------------------------------------------------
@@ -260,13 +260,13 @@ def test_store_is_removed_only_once_the_output_is_in_place(job_files, client, tm
 # -- early tasks past the spill budget come back from the store -------------------------
 
 def test_early_tasks_past_the_budget_are_read_back_from_their_saved_files(tmp_path, monkeypatch):
-    from seqsift.engine.run import _EarlyTasks
-    from seqsift.engine.store import SpillFolder
+    from seqsift.runtime.run import EarlyTasks
+    from seqsift.runtime.store import SpillFolder
 
     store = TaskStore(tmp_path / "store", {"job": 1}, resume=False)
     spilled = []
     monkeypatch.setattr(SpillFolder, "write", lambda self, name, rows: spilled.append(name))
-    early = _EarlyTasks(spill_rows=10, store=store)
+    early = EarlyTasks(spill_rows=10, store=store)
     first = pd.DataFrame({"record": [0] * 8, "end": list(range(8))})
     second = pd.DataFrame({"record": [1] * 5, "end": list(range(100, 105))})
     for key, rows in (((0, 0), first), ((1, 0), second)):
@@ -280,11 +280,11 @@ def test_early_tasks_past_the_budget_are_read_back_from_their_saved_files(tmp_pa
 
 def test_a_file_job_past_a_tiny_spill_budget_writes_the_same_output(job_files, client, tmp_path, monkeypatch,
                                                                      expected):
-    import seqsift.engine.run
+    import seqsift.runtime.run
 
     loads = []
     real_load = TaskStore.load
-    monkeypatch.setattr(seqsift.engine.run, "SPILL_ROWS", 5)
+    monkeypatch.setattr(seqsift.runtime.run, "SPILL_ROWS", 5)
     monkeypatch.setattr(TaskStore, "load", lambda self, key: loads.append(key) or real_load(self, key))
     out = tmp_path / "hits.tsv"
     reference, patterns = job_files

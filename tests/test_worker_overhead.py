@@ -9,7 +9,7 @@
 * a window in the genome cache: ``Reference.cached_range`` names the bytes
   ``read`` returns (record boundaries, the last record), and
   ``io.genome_cache.read_file_into`` reads them into a buffer;
-* ``engine.task.read_chunk`` on a GPU worker hands the upload a file range
+* ``engine.windows.read_chunk`` on a GPU worker hands the upload a file range
   for a cached window and the array for one that is not (the upload is
   replaced by a host stand-in: no GPU here; tests/test_gpu_pipeline.py runs
   the real one);
@@ -30,12 +30,12 @@ import threading
 import numpy as np
 import pytest
 
-import seqsift.patterns as patterns_module
+import seqsift.pattern_set as patterns_module
 from seqsift.io import genome_cache
 from seqsift.io.reference import open_reference
 from seqsift.kernels import cuda as kernels_cuda
 from seqsift.partitioning import Chunk
-from seqsift.patterns import STRAND_MINUS, STRAND_PLUS, PatternSet
+from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternSet
 
 # Written out here, not taken from seqsift.alphabet: bit 0 A, 1 C, 2 G, 3 T.
 MASK = {"A": 1, "C": 2, "G": 4, "T": 8, "U": 8, "R": 5, "Y": 10, "S": 6, "W": 9, "K": 12, "M": 3,
@@ -235,10 +235,11 @@ def host_upload(monkeypatch):
 def test_gpu_window_of_the_cache_is_uploaded_from_the_file(cached_reference, host_upload, need_raw,
                                                            record, start, end):
     from seqsift.alphabet import encode_text
-    from seqsift.engine import task
+    from seqsift.runtime import windows
+from seqsift.searching import task
 
     reference, records = cached_reference
-    window = task.read_chunk(reference, Chunk(record, start, start, end), need_raw=need_raw, on_device=True)
+    window = windows.read_chunk(reference, Chunk(record, start, start, end), need_raw=need_raw, on_device=True)
     expected = records[record][1][start:end].encode()
     assert isinstance(host_upload[-1], kernels_cuda.FileRange)
     assert np.array_equal(window.device, encode_text(expected))
@@ -249,11 +250,11 @@ def test_gpu_window_without_the_cache_is_uploaded_from_the_array(cached_referenc
     import dataclasses
 
     from seqsift.alphabet import encode_text
-    from seqsift.engine import task
+    from seqsift.searching import task
 
     reference, records = cached_reference
     plain = dataclasses.replace(reference, genome_path=None, record_starts=None, genome_identity=None)
-    window = task._complete(plain, Chunk(2, 3, 3, 700), task.ChunkWindow(3), need_raw=False, on_device=True)
+    window = windows._complete(plain, Chunk(2, 3, 3, 700), windows.ChunkWindow(3), need_raw=False, on_device=True)
     assert isinstance(host_upload[-1], np.ndarray)
     assert np.array_equal(window.device, encode_text(records[2][1][3:700].encode()))
 
@@ -354,8 +355,8 @@ def test_prepare_device_allocates_the_staging_once_for_every_task_thread(monkeyp
 @pytest.mark.parametrize("mode", ["best", "ends"])
 @pytest.mark.parametrize("still_reading", [True, False])
 def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, mode, still_reading):
-    import seqsift.engine as engine
-    from seqsift.engine import task
+    import seqsift.searching as engine
+    from seqsift.searching import task
 
     done = []
     monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append("device"))

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from seqsift.cli import main
-from seqsift.engine.output import HitWriter, TableWriter
+from seqsift.runtime.output import TableWriter
+from seqsift.searching.output import HitWriter
 
 from test_engine import write_fasta
 

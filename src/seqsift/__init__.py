@@ -16,7 +16,7 @@ import types as _types
 __version__ = "0.1.0"
 __all__ = ["search", "screen", "crispr", "__version__"]
 
-_PUBLIC = {"search": "seqsift.engine", "crispr": "seqsift.crispr", "screen": "seqsift.screening"}
+_PUBLIC = {"search": "seqsift.searching", "crispr": "seqsift.crispr", "screen": "seqsift.screening"}
 
 
 def __getattr__(name: str):

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import kernels
-from .patterns import PatternSet
+from .pattern_set import PatternSet
 
 # Job shapes measured: (metric, m, k, pattern count).
 GRID = [(metric, m, k, count)

@@ -1,4 +1,4 @@
-"""The ``seqsift`` command line: ``search``, ``screen`` (screen_cli.py), ``crispr`` (crispr/cli.py), ``demo``, ``bench``.
+"""The ``seqsift`` command line: ``search``, ``screen`` (screening/cli.py), ``crispr`` (crispr/cli.py), ``demo``, ``bench``.
 
 Every way a run can end shows the user one line on stderr, never a traceback:
 
@@ -31,39 +31,14 @@ import traceback
 from importlib import resources
 
 from . import __version__, kernels
-from .argtypes import positive_int
-from .engine import note, search
-from .engine.job import MODES
+from .cli_options import add_output_options, add_run_options, positive_int, run_options
+from .searching import note, search
+from .searching.job import MODES
 from .errors import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, InputError,
                      discard_standard_output, exit_now)
-from .patterns import STRAND_CHOICES
+from .pattern_set import STRAND_CHOICES
 from .crispr.cli import add_crispr_parser
-from .screen_cli import add_screen_parser
-
-
-def _gpu_list(text: str) -> list[int]:
-    try:
-        return [int(g) for g in text.split(",") if g.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of GPU indices: {text!r}") from None
-
-
-def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Where and how to run: shared by ``search`` and ``demo``."""
-    run = parser.add_argument_group("where to run")
-    run.add_argument("--backend", default="auto", choices=["auto", *kernels.BACKENDS],
-                     help="cuda when a GPU is visible (auto, default), else cpu")
-    run.add_argument("--algorithm", default="auto",
-                     help=f"auto (default) or one of: {', '.join(kernels.search_algorithms())}")
-    run.add_argument("--workers", type=positive_int, help="local CPU worker processes (default: one per core)")
-    run.add_argument("--gpus", type=_gpu_list, help="GPU indices for the local CUDA cluster, e.g. 0,2 (default: all)")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="join a running Dask scheduler, e.g. tcp://node1:8786")
-    run.add_argument("--scheduler-file", metavar="PATH", help="join the Dask cluster described by this file")
-    run.add_argument("--dashboard", action="store_true", help="serve the Dask dashboard on 127.0.0.1:8787")
-    run.add_argument("--chunk-size", type=positive_int, help="reference bases per task (default: from the genome size)")
-    run.add_argument("--pattern-batch", type=positive_int, help="patterns per task")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    run.add_argument("-v", "--verbose", action="store_true", help="say which algorithm runs, and why")
+from .screening.cli import add_screen_parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,21 +73,17 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     s.add_argument("--alphabet", default="dna", choices=["dna", "bytes"],
                    help="dna (default) or bytes: plain byte matching of non-DNA text (case-sensitive, "
                         "+ strand only; algorithms exact-shiftor-scan, edit-wm-scan, edit-wm-segmented)")
-    s.add_argument("-o", "--output", help="output .tsv, .bed or .parquet (default: TSV on stdout)")
     s.add_argument("--no-align", action="store_true", help="leave out the aligned text and CIGAR columns")
-    s.add_argument("--resume", action="store_true",
-                   help="continue an interrupted job from the tasks it saved beside the -o file")
-    s.add_argument("--wait-for-lock", action="store_true",
-                   help="if another job is writing the same -o file, wait for it (default: stop with an error)")
-    _add_run_options(s)
+    add_output_options(s, ".tsv, .bed, .parquet or folder/")
+    add_run_options(s)
 
     d = commands.add_parser("demo", help="search the bundled lambda phage genome for CRISPR guides",
                             description="Search the bundled lambda phage genome (NC_001416.1) for 40 "
                                         "20-nt guides drawn from it, k=3, both strands, and time it.")
     d.add_argument("-k", type=int, default=3, help="mismatches allowed (default 3)")
-    _add_run_options(d)
-    add_screen_parser(commands, _add_run_options)
-    add_crispr_parser(commands, _add_run_options)
+    add_run_options(d)
+    add_screen_parser(commands)
+    add_crispr_parser(commands)
     for add_command in extra_commands:
         add_command(commands)
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
@@ -132,7 +103,7 @@ def cmd_bench(args) -> int:
     from pathlib import Path
 
     from .bench import run_bench
-    from .engine import resolve_backend
+    from .searching import resolve_backend
 
     backend = resolve_backend(args.backend)
     run_bench(backend, Path(args.out), quick=args.quick, save_table=not args.no_save_table,
@@ -149,17 +120,16 @@ def _patterns_argument(args) -> object:
                                    note=note)
 
 
-def _run_options(args) -> dict:
-    return dict(backend=args.backend, algorithm=args.algorithm, workers=args.workers, gpus=args.gpus,
-                scheduler=args.scheduler, scheduler_file=args.scheduler_file, dashboard=args.dashboard,
-                chunk_size=args.chunk_size, pattern_batch_size=args.pattern_batch,
-                progress=not args.no_progress, verbose=args.verbose)
+def _search_options(args) -> dict:
+    """search's own run options, beside the shared ones (cli_options.run_options)."""
+    return dict(algorithm=args.algorithm, verbose=args.verbose, chunk_size=args.chunk_size,
+                pattern_batch_size=args.pattern_batch, **run_options(args))
 
 
 def cmd_search(args) -> int:
     search(args.reference, _patterns_argument(args), args.k, metric=args.metric, strand=args.strand,
            mode=args.mode, output=args.output or "-", align=not args.no_align, resume=args.resume,
-           alphabet=args.alphabet, wait_for_lock=args.wait_for_lock, **_run_options(args))
+           alphabet=args.alphabet, wait_for_lock=args.wait_for_lock, **_search_options(args))
     return 0
 
 
@@ -178,7 +148,7 @@ def cmd_demo(args) -> int:
         sequence = "".join(line.strip() for line in open(path) if not line.startswith(">"))
         guides = demo_guides(sequence)
         began = time.perf_counter()
-        hits = search(str(path), guides, args.k, metric="hamming", **_run_options(args))
+        hits = search(str(path), guides, args.k, metric="hamming", **_search_options(args))
         elapsed = time.perf_counter() - began
     with pd.option_context("display.max_rows", 30, "display.width", 120):
         print(hits.to_string(max_rows=30, index=False))

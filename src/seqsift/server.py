@@ -379,7 +379,7 @@ def private_socket(path: Path) -> socket.socket:
 def serve(backend: str = "auto", idle_minutes: float = DEFAULT_IDLE_MINUTES, dashboard: bool = False) -> int:
     """Start the cluster, then run callers' jobs one at a time until idle, stopped or interrupted."""
     from . import cluster
-    from .engine import resolve_backend
+    from .searching import resolve_backend
 
     path = socket_path()
     status = ask("status", quiet=True)

@@ -21,7 +21,7 @@ import bitsliced
 from seqsift.alphabet import encode_text
 from seqsift.kernels import find_ends
 from seqsift.kernels.hamming import scan_cpu
-from seqsift.patterns import PatternSet
+from seqsift.pattern_set import PatternSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
 import oracle  # noqa: E402  (the tests' naive references)

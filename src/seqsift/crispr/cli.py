@@ -1,7 +1,7 @@
 """The ``seqsift crispr`` subcommand: CRISPR off-target sites with PAMs, bulges, CFD and MIT.
 
-``add_crispr_parser(subcommands, add_run_options)`` adds it to the ``seqsift``
-parser (cli.py passes its ``_add_run_options``); ``cmd_crispr(args)`` runs it.
+``add_crispr_parser(subcommands)`` adds it to the ``seqsift`` parser;
+``cmd_crispr(args)`` runs it.
 
     seqsift crispr REF GUIDES --pam NGG -k 4 [--pam-side 3|5] [--dna-bulge B] [--rna-bulge B]
                    [-o out.tsv|.bed|.parquet|folder/] [--format cas-offinder] [--summary guides.tsv]
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..argtypes import whole_number
+from ..cli_options import add_output_options, add_run_options, run_options, whole_number
 from ..errors import InputError
 
 
-def add_crispr_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
+def add_crispr_parser(subcommands) -> argparse.ArgumentParser:
     """Add ``crispr`` to ``subcommands`` (argparse subparsers); returns its parser."""
     c = subcommands.add_parser(
         "crispr", help="find CRISPR off-target sites (PAM, mismatches, bulges, CFD and MIT scores)",
@@ -37,15 +37,13 @@ def add_crispr_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
     c.add_argument("--rna-bulge", type=whole_number, default=0, metavar="B",
                    help="largest RNA bulge (unpaired guide bases), 0-2 (default 0)")
     c.add_argument("--strand", default="both", choices=["both", "+", "-"], help="both (default), + or -")
-    c.add_argument("-o", "--output", help="output .tsv, .bed, .parquet or folder/ (default: TSV on stdout)")
+    add_output_options(c, ".tsv, .bed, .parquet or folder/")
     c.add_argument("--format", default="auto", choices=["auto", "cas-offinder"], dest="output_format",
                    help="auto: by the -o suffix (default); cas-offinder: Cas-OFFinder's output lines")
     c.add_argument("--summary", metavar="FILE", help="per-guide site counts and MIT/CFD specificity (TSV)")
     c.add_argument("--cas-offinder", metavar="INPUT",
                    help="read a Cas-OFFinder input file (genome, pattern, guides with their limits) instead of "
                         "REF, GUIDES, --pam, -k and the bulge options")
-    c.add_argument("--resume", action="store_true",
-                   help="continue an interrupted job from the tasks it saved beside the -o file")
     add_run_options(c)
     for action in c._actions:
         if action.dest == "algorithm":
@@ -76,7 +74,6 @@ def cmd_crispr(args) -> int:
                       pam_side=args.pam_side, dna_bulge=args.dna_bulge, rna_bulge=args.rna_bulge)
     source.setdefault("reference", None)
     crispr(**source, output=args.output or "-", output_format=args.output_format, summary=args.summary,
-           strand=args.strand, resume=args.resume, backend=args.backend, workers=args.workers, gpus=args.gpus,
-           scheduler=args.scheduler, scheduler_file=args.scheduler_file, dashboard=args.dashboard,
-           chunk_size=args.chunk_size, guide_batch_size=args.pattern_batch, progress=not args.no_progress)
+           strand=args.strand, resume=args.resume, wait_for_lock=args.wait_for_lock, chunk_size=args.chunk_size,
+           guide_batch_size=args.pattern_batch, **run_options(args))
     return 0

@@ -27,7 +27,7 @@ import numpy as np
 from ..alphabet import invalid_pattern_letters, pattern_masks
 from ..errors import InputError, quote, reading
 from ..kernels.crispr import MAX_BULGE
-from ..patterns import PatternSet
+from ..pattern_set import PatternSet
 
 FASTA_SUFFIXES = (".fa", ".fasta", ".fna", ".fas", ".fa.gz", ".fasta.gz", ".fna.gz", ".fas.gz")
 

@@ -1,4 +1,4 @@
-"""Writing CRISPR sites: TSV / BED6 / Parquet (engine.output.TableWriter), Cas-OFFinder's format, the summary.
+"""Writing CRISPR sites: TSV / BED6 / Parquet (runtime.output.TableWriter), Cas-OFFinder's format, the summary.
 
 Columns (TSV has a header line of the column names)::
 
@@ -9,21 +9,20 @@ undefined), strand. ``--format cas-offinder``: Cas-OFFinder 2.4's lines
 (``crRNA chromosome position DNA strand mismatches [id]``) for jobs without
 bulges, Cas-OFFinder 3's (``#Id Bulge Type crRNA DNA Chromosome Location
 Direction Mismatches Bulge Size``) for jobs with bulges. Every file is
-written beside its target and moved into place when complete.
+written beside its target and moved into place when complete
+(``runtime.output.AtomicFile``: umask, links written through).
 """
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-from pathlib import Path
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from ..engine.output import TableWriter
-from ..errors import InputError
-from ..patterns import STRAND_SYMBOLS
+from ..pattern_set import STRAND_SYMBOLS
+from ..runtime.columns import text_column, text_dtype
+from ..runtime.output import AtomicFile, FrameCollector, TableWriter, text_bytes, to_stdout
 from .scores import specificity
 
 COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
@@ -34,16 +33,50 @@ DTYPES = {"guide": object, "record": object, "start": np.int64, "end": np.int64,
 OUTPUT_FORMATS = ("auto", "cas-offinder")
 
 
+@dataclass(frozen=True)
+class SiteOutput:
+    """How a crispr job's rows are written: ``auto`` (by the path's suffix) or ``cas-offinder`` lines
+    (``crrna``: each guide as Cas-OFFinder writes it, N over the PAM; ``with_ids``: a last column of
+    guide names), and the per-guide summary file, if asked for."""
+
+    format: str = "auto"
+    crrna: tuple[str, ...] | None = None
+    with_ids: bool = True
+    summary: str | None = None
+
+
+def site_writer(job, output):
+    """The writer of ``job``'s rows to ``output`` (None: the API's DataFrame), with its summary if asked."""
+    settings = job.output or SiteOutput()
+    record_names, guide_names = job.record_names, job.guides.names
+    if output is None:
+        writer = FrameCollector(partial(named, record_names=_large_strings(record_names),
+                                        guide_names=_large_strings(guide_names)), empty_sites)
+    elif settings.format == "cas-offinder":
+        writer = CasOffinderWriter(output, record_names, guide_names, list(settings.crrna), settings.with_ids,
+                                   bool(job.dna_bulge or job.rna_bulge))
+    else:
+        writer = SiteWriter(output, record_names, guide_names)
+    if settings.summary is None:
+        return writer
+    return SummarizedWriter(writer, Summary(guide_names, job.guides.sequences, max(job.limits), job.dna_bulge,
+                                            job.rna_bulge), settings.summary)
+
+
+def _large_strings(names):
+    import pyarrow as pa
+
+    return pa.array(list(names), type=pa.large_string())
+
+
 def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
     """Index rows -> the output columns with names (the Python API's frame).
 
     ``record_names`` and ``guide_names``: sequences of str, or Arrow string
-    arrays (FrameCollector builds them once); a name column is one Arrow take
-    (task.text_column), not a Python object per row.
+    arrays (built once); a name column is one Arrow take
+    (runtime.columns.text_column), not a Python object per row.
     """
     import pyarrow as pa
-
-    from .task import text_column
 
     out = pd.DataFrame({c: rows[c] for c in COLUMNS if c in rows})
     for column, names in (("guide", guide_names), ("record", record_names), ("strand", STRAND_SYMBOLS)):
@@ -61,13 +94,14 @@ def arrow_text(column: pd.Series):
 
 
 class SiteWriter:
-    """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through engine.output.TableWriter."""
+    """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through runtime.output.TableWriter."""
 
     def __init__(self, path, record_names, guide_names):
         import pyarrow as pa
 
         self.record_names, self.guide_names = record_names, guide_names
-        self.table = TableWriter(path, COLUMNS, dtypes=DTYPES, background=True)  # overlaps the search
+        self.table = TableWriter(None if to_stdout(path) else path, COLUMNS, DTYPES,
+                                 background=True)  # overlaps the search
         self._names = {"record": pa.array(list(record_names), type=pa.string()),
                        "guide": pa.array(list(guide_names), type=pa.string()),
                        "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
@@ -107,6 +141,9 @@ class SiteWriter:
     def abort(self) -> None:
         self.table.abort()
 
+    def result(self) -> int:
+        return self.count
+
 
 class CasOffinderWriter:
     """Cas-OFFinder's output lines (module docstring), to a file (atomically) or standard output."""
@@ -119,17 +156,9 @@ class CasOffinderWriter:
                        (("record", record_names), ("guide", guide_names), ("crrna", crrna), ("strand", STRAND_SYMBOLS))}
         self.with_ids, self.bulges = with_ids, bulges
         self.count = 0
-        self.path = None if path is None or str(path) == "-" else Path(path)
-        self._temp = None
-        if self.path is None:
-            sys.stdout.flush()
-            self._stream = sys.stdout.buffer
-        else:
-            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.resolve().parent)
-            self._temp = Path(temp)
-            self._stream = os.fdopen(fd, "wb")
+        self.file = AtomicFile(path)
         if bulges:
-            self._stream.write(b"#Id\tBulge Type\tcrRNA\tDNA\tChromosome\tLocation\tDirection\tMismatches\tBulge Size\n")
+            self.file.write(b"#Id\tBulge Type\tcrRNA\tDNA\tChromosome\tLocation\tDirection\tMismatches\tBulge Size\n")
 
     def write(self, rows: pd.DataFrame) -> None:
         """Lines built column-wise in Arrow (no Python object per site): millions of sites are common."""
@@ -153,50 +182,51 @@ class CasOffinderWriter:
             if self.with_ids:
                 columns.append(names("guide", guide))
         table = pa.table({f"c{i}": column for i, column in enumerate(columns)})
-        encoded = pa.BufferOutputStream()
-        csv.write_csv(table, encoded, write_options=csv.WriteOptions(include_header=False, delimiter="\t",
-                                                                    quoting_style="none"))
-        self._stream.write(encoded.getvalue())
+        self.file.write(text_bytes(table))
         self.count += len(rows)
 
     def close(self) -> None:
-        if self._temp is None:
-            self._stream.flush()
-            return
-        self._stream.close()
-        os.replace(self._temp, self.path)
-        self._temp = None
+        self.file.close()
 
     def abort(self) -> None:
-        if self._temp is not None:
-            self._stream.close()
-            self._temp.unlink(missing_ok=True)
-            self._temp = None
+        self.file.abort()
+
+    def result(self) -> int:
+        return self.count
 
 
-class FrameCollector:
-    """The Python API's writer: named rows in one DataFrame."""
+def empty_sites() -> pd.DataFrame:
+    """The API's frame without rows: each column of its dtype (text columns as pandas makes them of strs)."""
+    return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS}).astype(
+        {c: text_dtype() for c in COLUMNS if DTYPES[c] is object})
 
-    def __init__(self, record_names, guide_names):
-        import pyarrow as pa
 
-        self.record_names, self.guide_names = record_names, guide_names
-        self._names = [pa.array(list(names), type=pa.large_string()) for names in (record_names, guide_names)]
-        self.parts: list[pd.DataFrame] = []
-        self.count = 0
+class SummarizedWriter:
+    """A site writer that also counts every row it writes in a :class:`Summary`, written to ``path``
+    once the output is complete (the runtime calls :meth:`write_side_outputs`)."""
+
+    def __init__(self, writer, summary: "Summary", path):
+        self.writer, self.summary, self.path = writer, summary, path
+
+    @property
+    def count(self) -> int:
+        return self.writer.count
 
     def write(self, rows: pd.DataFrame) -> None:
-        if len(rows):
-            self.parts.append(named(rows, *self._names))
-            self.count += len(rows)
+        self.writer.write(rows)
+        self.summary.add(rows)
 
-    def frame(self) -> pd.DataFrame:
-        if not self.parts:  # text columns of the dtype pandas gives strs, as when there are rows
-            from .task import text_dtype
+    def close(self) -> None:
+        self.writer.close()
 
-            return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS}).astype(
-                {c: text_dtype() for c in COLUMNS if DTYPES[c] is object})
-        return pd.concat(self.parts, ignore_index=True)
+    def abort(self) -> None:
+        self.writer.abort()
+
+    def result(self):
+        return self.writer.result()
+
+    def write_side_outputs(self) -> None:
+        self.summary.write(self.path)
 
 
 class Summary:
@@ -249,24 +279,13 @@ class Summary:
         return pd.DataFrame(columns)
 
     def write(self, path) -> None:
+        """The summary TSV (a plain header line, as the site TSV), whole or not at all."""
         frame = self.frame()
-        target = Path(path)
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.resolve().parent)
+        text = "\t".join(frame.columns) + "\n" + frame.to_csv(sep="\t", header=False, index=False, na_rep="")
+        file = AtomicFile(path)
         try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write("\t".join(frame.columns) + "\n")  # a plain header line, as the site TSV
-                frame.to_csv(handle, sep="\t", header=False, index=False, na_rep="")
-            os.replace(temp, target)
+            file.write(text.encode())
         except BaseException:
-            Path(temp).unlink(missing_ok=True)
+            file.abort()
             raise
-
-
-def check_summary_path(path) -> None:
-    if path is None:
-        return
-    directory = Path(path).resolve().parent
-    if not directory.is_dir():
-        raise InputError(f"{path}: summary directory {directory} does not exist")
-    if Path(path).is_dir():
-        raise InputError(f"{path}: the summary path is a folder, not a file")
+        file.close()

@@ -1,10 +1,13 @@
-"""The worker side of a CRISPR job: one task = one chunk group x one guide range.
+"""The CRISPR job: what it is (:class:`CrisprJob`, its side of the runtime's job protocol) and its
+worker task, one chunk group x one guide range.
 
-``run_crispr_task`` reads each chunk's window (``engine.task.read_chunk``, the
-worker's chunk cache), runs the kernel family's :func:`find_sites`, and turns
-the hits into rows: coordinates made absolute, the site and the aligned guide
-written out in the guide's orientation, CFD and MIT scores. Rows carry
-indices (record, guide, strand); names are attached by the writer.
+``run_crispr_task`` reads each chunk's window (``runtime.windows.read_chunk``,
+the worker's chunk cache), runs the kernel family's :func:`find_sites`, and
+turns the hits into rows: coordinates made absolute, the site and the aligned
+guide written out in the guide's orientation, CFD and MIT scores. Rows carry
+indices (record, guide, strand): records numbered across all the job's
+reference files in order; names are attached by the writer. The client
+keeps rows in reference order with :class:`SiteRows`.
 """
 from __future__ import annotations
 
@@ -16,14 +19,21 @@ import numpy as np
 import pandas as pd
 
 from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
-from ..engine.task import arrow_strings, read_chunk
+from ..runtime.columns import arrow_strings, text_column
+from ..runtime.windows import read_chunk
 from ..kernels.cuda import task_stream
 from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
-                              orient_guides, packed_key, site_halo, small_job)
+                              orient_guides, site_halo, small_job)
 from ..memo import Memo
-from ..partitioning import ChunkGroup
-from ..patterns import PatternSet
+from ..partitioning import ChunkGroup, default_chunk_size, plan_chunks
+from ..pattern_set import PatternSet
+from ..runtime.job import Plan
+from ..runtime.order import sort_rows as sort_by_columns
+from ..runtime.store import reference_fingerprint, sequences_sha256
 from .scores import cfd_scores, mit_scores, scores_defined
+
+DEFAULT_GUIDE_BATCH = {"cpu": 512, "cuda": 8192}
+"""Guides per task: all candidates of a chunk are checked against a batch at once."""
 
 ROW_DTYPES = {"record": np.int32, "start": np.int64, "end": np.int64, "guide": np.int32, "strand": np.int8,
               "mismatches": np.int16, "bulge_type": object, "bulge_size": np.int16, "guide_aligned": object,
@@ -31,10 +41,27 @@ ROW_DTYPES = {"record": np.int32, "start": np.int64, "end": np.int64, "guide": n
 
 
 @dataclass(frozen=True)
-class CrisprJob:
-    """Everything a task needs; travels to the workers once (engine.shared.on_workers)."""
+class CrisprUnit:
+    """One task's text: a chunk group of one of the job's reference files."""
 
-    reference: object          # seqsift.io.reference.Reference
+    index: int                 # in the job's plan (output order)
+    reference: int             # which of CrisprJob.references
+    record_offset: int         # records of the files before it: rows number records across all files
+    group: ChunkGroup
+
+    @property
+    def bases(self) -> int:
+        return self.group.bases
+
+
+@dataclass(frozen=True)
+class CrisprJob:
+    """Everything a task needs; travels to the workers once (runtime.shared.on_workers)."""
+
+    name = "crispr"
+    formats = ("tsv", "bed", "parquet")
+
+    references: tuple          # seqsift.io.reference.Reference of each file, in order
     guides: PatternSet
     limits: tuple[int, ...]    # mismatches allowed per guide
     pam: str
@@ -44,12 +71,22 @@ class CrisprJob:
     strands: tuple[int, ...]
     backend: str
     small: bool = False        # run the NumPy kernel (kernels.crispr.small_job), never Numba; crispr() decides
+    output: object = None      # crispr.output.SiteOutput: how the client writes the rows (format, summary)
     _rows: Memo = field(default_factory=Memo, init=False, compare=False, repr=False)  # per guide range
+
+    @property
+    def bases(self) -> int:
+        return sum(int(ref.lengths.sum()) for ref in self.references)
+
+    @property
+    def record_names(self) -> list[str]:
+        """Every record's name, across the reference files in order (the rows' record numbers)."""
+        return [name for ref in self.references for name in ref.names]
 
     def small_enough(self) -> bool:
         """Whether this CPU job's work is below kernels.crispr.small_job's line (Numba's start costs more)."""
-        return self.backend == "cpu" and small_job(int(sum(int(n) for n in self.reference.lengths)),
-                                                   self.rows(range(len(self.guides))), self.dna_bulge, self.rna_bulge)
+        return self.backend == "cpu" and small_job(self.bases, self.rows(range(len(self.guides))),
+                                                   self.dna_bulge, self.rna_bulge)
 
     @cached_property
     def pam_masks(self) -> np.ndarray:
@@ -107,20 +144,58 @@ class CrisprJob:
     def shortest_site(self) -> int:
         return int(self.guides.lengths.min()) + len(self.pam) - self.rna_bulge
 
+    # -- the runtime's job protocol (runtime/job.py) ------------------------------------------
 
-def run_crispr_task(job: CrisprJob, group: ChunkGroup, guide_range: range) -> pd.DataFrame:
-    """Rows of ``guide_range`` in the chunks of ``group``, sorted by (record, start, end, guide, strand)."""
+    def plan(self, client, layout: dict) -> Plan:
+        """Chunk groups of every reference file, in order, x guide batches."""
+        from ..cluster import worker_count
+
+        chunk_size = layout.get("chunk_size") or default_chunk_size(self.backend, self.bases, worker_count(client))
+        batch_size = layout.get("guide_batch_size") or DEFAULT_GUIDE_BATCH[self.backend]
+        units, offset = [], 0
+        for number, reference in enumerate(self.references):
+            for group in plan_chunks(reference.lengths, chunk_size, self.halo, min_length=self.shortest_site):
+                units.append(CrisprUnit(len(units), number, offset, group))
+            offset += len(reference.names)
+        return Plan(units=units, batches=self.guides.batches(batch_size), weights=[u.bases for u in units],
+                    layout={"chunk_size": int(chunk_size), "guide_batch_size": int(batch_size)},
+                    unit_name="bp", label="crispr")
+
+    def fingerprint(self, plan: Plan) -> dict:
+        return {"job": self.name,
+                "references": [reference_fingerprint(ref) for ref in self.references],
+                "guides_sha256": sequences_sha256(zip(self.guides.names, self.guides.sequences, self.limits)),
+                "parameters": {"pam": self.pam, "pam_side": self.pam_side, "dna_bulge": self.dna_bulge,
+                               "rna_bulge": self.rna_bulge, "strands": list(self.strands)},
+                "layout": plan.layout}
+
+    @staticmethod
+    def task(job: "CrisprJob", unit: CrisprUnit, guide_range: range) -> pd.DataFrame:
+        return run_crispr_task(job, unit, guide_range)
+
+    def collector(self, plan: Plan, spill_rows: int) -> "SiteRows":
+        return SiteRows(plan.units, self.halo)
+
+    def writer(self, output):
+        from .output import site_writer
+
+        return site_writer(self, output)
+
+
+def run_crispr_task(job: CrisprJob, unit: CrisprUnit, guide_range: range) -> pd.DataFrame:
+    """Rows of ``guide_range`` in the chunks of ``unit``, sorted by (record, start, end, guide, strand)."""
     rows = job.rows(guide_range)
+    reference = job.references[unit.reference]
     frames = []
     on_device = job.backend == "cuda"
     with (task_stream() if on_device else nullcontext()):  # each task thread's kernels on a stream of its own
-        for chunk in group.chunks:
-            window = read_chunk(job.reference, chunk, need_raw=True, on_device=on_device)
+        for chunk in unit.group.chunks:
+            window = read_chunk(reference, chunk, need_raw=True, on_device=on_device)
             text = window.device if on_device else window.codes
             hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi,
                               small=job.small)
             if len(hits):
-                frames.append(_rows_for_chunk(job, rows, chunk, window.raw, hits.sorted()))
+                frames.append(_rows_for_chunk(job, rows, chunk, unit.record_offset, window.raw, hits.sorted()))
     if not frames:
         return empty_rows()
     return sort_rows(pd.concat(frames, ignore_index=True))
@@ -131,27 +206,51 @@ SORT_KEYS = ("record", "start", "end", "guide", "strand")
 
 
 def sort_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` in SORT_KEYS order (stable), from one packed int64 key (kernels.crispr.packed_key).
+    """``frame`` in SORT_KEYS order (stable; runtime.order: a few sorted runs are merged, not sorted)."""
+    return sort_by_columns(frame, list(SORT_KEYS))
 
-    A task's chunks, and the frames of a group that hold one guide batch, are
-    mostly in order already: then the key costs a few passes and one
-    comparison, and nothing moves. Otherwise they are a few sorted runs (a
-    chunk's sites near its start can start before the previous chunk's last
-    ones; guide batches interleave), which NumPy's stable sort (timsort) finds
-    and merges. A lexsort of the columns only where the key does not fit.
+
+class SiteRows:
+    """The crispr job's collector (runtime.job.Collector): rows in reference order, as units complete.
+
+    A unit's rows are final up to the next unit's first core start minus the
+    halo (a later chunk's sites end in its core, so they start at or after
+    that); the rest waits for the next unit, merged with it.
     """
-    columns = [frame[key].to_numpy() for key in SORT_KEYS]
-    record, start, end, guide, strand = columns
-    key = packed_key([record, start, end - start, guide, strand])  # end orders as end - start after start
-    if key is None:
-        order = np.lexsort(columns[::-1])
-        if (order[1:] > order[:-1]).all():
-            return frame.reset_index(drop=True)
-    elif (key[1:] >= key[:-1]).all():
-        return frame.reset_index(drop=True)
-    else:
-        order = np.argsort(key, kind="stable")
-    return frame.take(order).reset_index(drop=True)
+
+    def __init__(self, units: list[CrisprUnit], halo: int):
+        self.units, self.halo = units, halo
+        self.pending: pd.DataFrame | None = None
+
+    def take(self, unit: CrisprUnit, frames: list[pd.DataFrame]):
+        frames = ([self.pending] if self.pending is not None else []) + [f for f in frames if len(f)]
+        self.pending = None
+        if not frames:
+            return
+        # Each frame is in order; sort_rows merges them only where they interleave.
+        rows = sort_rows(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
+        if unit.index + 1 >= len(self.units):
+            yield rows
+            return
+        following = self.units[unit.index + 1]
+        first = following.group.chunks[0]
+        first_record = following.record_offset + first.record_index
+        # Final: the rows before (first_record, first.core_start - halo), a prefix of the sorted rows.
+        record, start = rows["record"].to_numpy(), rows["start"].to_numpy()
+        low, high = np.searchsorted(record, first_record, side="left"), np.searchsorted(record, first_record,
+                                                                                        side="right")
+        final = int(low + np.searchsorted(start[low:high], first.core_start - self.halo, side="left"))
+        self.pending = rows.iloc[final:].reset_index(drop=True) if final < len(rows) else None
+        if final:
+            yield rows.iloc[:final]
+
+    def finish(self):
+        if self.pending is not None and len(self.pending):
+            yield self.pending
+        self.pending = None
+
+    def close(self) -> None:
+        self.pending = None
 
 
 def empty_rows() -> pd.DataFrame:
@@ -168,7 +267,7 @@ def empty_rows() -> pd.DataFrame:
                          for name, dtype in ROW_DTYPES.items()})
 
 
-def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hits) -> pd.DataFrame:
+def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, record_offset: int, raw: np.ndarray, hits) -> pd.DataFrame:
     """Rows of one chunk's hits, in the hits' order; ``raw`` holds the window's bytes as in the file (uint8).
 
     Hits of one shape (bulge type and size, guide length, strand) have sites of
@@ -212,7 +311,7 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, raw: np.ndarray, hit
         candidates = pa.concat_arrays([candidates, _arrow_strings(gapped)])
     start = hits.start + chunk.read_start
     return pd.DataFrame({
-        "record": np.full(count, chunk.record_index, dtype=np.int32),
+        "record": np.full(count, record_offset + chunk.record_index, dtype=np.int32),
         "start": start.astype(np.int64),
         "end": (start + hits.length).astype(np.int64),
         "guide": guide,
@@ -360,20 +459,3 @@ def _in_hit_order(strings, hit_of: np.ndarray, count: int):
     position = np.empty(count, dtype=np.int64)
     position[hit_of] = np.arange(count)
     return strings.take(pa.array(position))
-
-
-def text_dtype():
-    """The dtype pandas gives a column of Python strs: pandas 3's Arrow-backed ``str``, or object before it."""
-    return pd.Series(np.array([""], dtype=object)).dtype
-
-
-def text_column(strings):
-    """An Arrow string array as the column pandas makes of Python strs (:func:`text_dtype`), built without them.
-
-    pandas 3 keeps strs as Arrow strings: the array goes in as it is. Other
-    pandas versions (object columns) get Python strs.
-    """
-    dtype = text_dtype()
-    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
-        return pd.arrays.ArrowStringArray(strings, dtype=dtype)
-    return strings.to_numpy(zero_copy_only=False)

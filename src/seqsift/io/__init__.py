@@ -1,7 +1,7 @@
 """Reading sequence files: references, pattern files, screen's FASTA/FASTQ inputs.
 
 Everything that turns a file on disk into names and sequence bytes lives
-here, so that ``seqsift.engine`` only orchestrates:
+here, so that ``seqsift.searching`` only orchestrates:
 
 * :mod:`seqsift.io.reference` -- ``open_reference``: validate a FASTA
   reference (plain, gzip, BGZF), index it and read windows of it;

@@ -1,4 +1,4 @@
-"""Reading the user's patterns into a :class:`~seqsift.patterns.PatternSet`.
+"""Reading the user's patterns into a :class:`~seqsift.pattern_set.PatternSet`.
 
 Where patterns come from, and what they are called:
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from ..alphabet import IUPAC_MASKS, invalid_pattern_letters
 from ..errors import InputError, quote
-from ..patterns import PatternSet
+from ..pattern_set import PatternSet
 from .records import file_bytes
 
 __all__ = ["read_patterns", "patterns_from_cli", "patterns_from_arguments", "validate_patterns_for_job"]

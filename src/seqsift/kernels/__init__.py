@@ -5,7 +5,7 @@ Every search kernel is a function
     kernel(text, batch, k, owned_lo, owned_hi) -> EndHits
 
 text      uint8 text codes of one chunk's read window (seqsift.alphabet)
-batch     seqsift.patterns.PatternBatch: the oriented patterns (rows)
+batch     seqsift.pattern_set.PatternBatch: the oriented patterns (rows)
 k         mismatches (Hamming) or differences (edit distance) allowed
 owned_lo, owned_hi
           the chunk's core, relative to text[0]: report an end e (exclusive)

@@ -225,7 +225,7 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
     host's profile (``benchmarks/bench_stage_read.py`` measures both ways).
     Returns when the codes are ready (the caller's kernels run on another
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
-    (seqsift.engine.stages.timed), or None.
+    (seqsift.runtime.stages.timed), or None.
     """
     if isinstance(raw, FileRange):
         source, size = raw, raw.length

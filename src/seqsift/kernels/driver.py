@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..alphabet import NEVER
-from ..patterns import PatternBatch
+from ..pattern_set import PatternBatch
 from . import EndHits
 
 

@@ -19,6 +19,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 
+CHUNK_LIMITS = {"cpu": (100_000, 4_000_000), "cuda": (1_000_000, 64_000_000)}
+"""Default chunk cores lie in these bounds, aiming at 4 tasks per worker."""
+
+
+def default_chunk_size(backend: str, total_bases: int, workers: int) -> int:
+    """A chunk core giving each of ``workers`` about 4 tasks, within ``CHUNK_LIMITS[backend]``."""
+    low, high = CHUNK_LIMITS[backend]
+    return min(high, max(low, int(total_bases) // (4 * max(1, workers)) + 1))
+
+
 def halo_for(metric: str, m_max: int, k: int) -> int:
     """Characters a chunk must read before its core so that no hit is cut."""
     return m_max - 1 if metric == "hamming" else m_max + k - 1

@@ -46,7 +46,7 @@ import numpy as np
 
 from ...alphabet import reverse_complement_masks
 from ...memo import Memo
-from ...patterns import orient_rows
+from ...pattern_set import orient_rows
 
 BACKENDS = ("cpu", "cuda")
 BULGE_NONE, BULGE_DNA, BULGE_RNA = 0, 1, 2

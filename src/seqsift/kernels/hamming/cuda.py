@@ -112,7 +112,7 @@ def _sliced(text, batch, k, owned_lo, owned_hi) -> EndHits:
     """hamming_direct_* or hamming_sliced_*: rows of at most 64 characters (every IUPAC code); longer rows run tiled."""
     import cupy
 
-    from ...patterns import PatternBatch
+    from ...pattern_set import PatternBatch
     from ..cuda import load_module, to_device_text, uploaded_once
 
     if k < 0:

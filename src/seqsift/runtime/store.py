@@ -8,9 +8,9 @@ file is complete. The job holds the output's lock (``lock.py``) the whole
 time, so no other job reads, writes or deletes the folder meanwhile.
 
 A folder written by a different job must never be mixed in: its
-``manifest.json`` holds a fingerprint of the reference (path, size, mtime,
-record names and lengths), the pattern set, the search parameters and the
-task layout (chunk size, pattern batch size). A resume whose fingerprint
+``manifest.json`` holds the job's fingerprint (runtime.job: its inputs by
+path, size and mtime or by hash, its parameters, and the task layout it
+resolved, e.g. chunk size and pattern batch size). A resume whose fingerprint
 differs is refused. Every task file carries the fingerprint's digest too,
 and is checked against it when the job opens the folder.
 
@@ -77,24 +77,12 @@ def reference_fingerprint(reference) -> dict:
     }
 
 
-def job_fingerprint(job, chunk_size: int, pattern_batch_size: int) -> dict:
-    """What must be equal for saved task results to belong to this job."""
-    reference = job.reference
-    patterns = hashlib.sha256()
-    for name, sequence in zip(job.patterns.names, job.patterns.sequences):
-        patterns.update(f"{name}\t{sequence}\n".encode())
-    records = hashlib.sha256()
-    for name, length in zip(reference.names, reference.lengths):
-        records.update(f"{name}\t{int(length)}\n".encode())
-    return {
-        **reference_fingerprint(reference),
-        "records_sha256": records.hexdigest(),
-        "patterns_sha256": patterns.hexdigest(),
-        "parameters": {"metric": job.metric, "k": job.k, "mode": job.mode, "strand": job.strand,
-                       "align": job.align, "alphabet": job.alphabet},
-        "chunk_size": chunk_size,
-        "pattern_batch_size": pattern_batch_size,
-    }
+def sequences_sha256(named_sequences) -> str:
+    """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are."""
+    digest = hashlib.sha256()
+    for fields in named_sequences:
+        digest.update(("\t".join(str(f) for f in fields) + "\n").encode())
+    return digest.hexdigest()
 
 
 def fingerprint_digest(fingerprint: dict) -> str:
@@ -189,10 +177,10 @@ class TaskStore:
         write_durably(self.directory / MANIFEST, json.dumps(fingerprint, indent=1).encode())
 
     @classmethod
-    def beside(cls, output: str | os.PathLike, job, chunk_size: int, pattern_batch_size: int,
-               resume: bool, note=lambda message: None) -> "TaskStore":
-        return cls(cls.directory_beside(output), job_fingerprint(job, chunk_size, pattern_batch_size), resume,
-                   note)
+    def beside(cls, output: str | os.PathLike, fingerprint: dict, resume: bool,
+               note=lambda message: None) -> "TaskStore":
+        """The store of the job whose ``fingerprint`` (runtime.job: inputs, parameters, layout) is given."""
+        return cls(cls.directory_beside(output), fingerprint, resume, note)
 
     @staticmethod
     def directory_beside(output: str | os.PathLike) -> Path:
@@ -201,7 +189,7 @@ class TaskStore:
 
     @classmethod
     def saved_layout(cls, output: str | os.PathLike | None) -> dict | None:
-        """The chunk and batch sizes of a saved job beside ``output``, if any can be read."""
+        """The manifest of a saved job beside ``output`` (its ``layout``: the sizes it ran with), if readable."""
         return read_manifest(cls.directory_beside(output)) if output else None
 
     def _checksum(self, key: tuple[int, int], body: bytes) -> str:

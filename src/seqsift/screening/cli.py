@@ -1,7 +1,7 @@
 """The ``seqsift screen`` subcommand: Smith-Waterman screening of sequence pairs.
 
-``add_screen_parser(subcommands, add_run_options)`` adds it to the ``seqsift``
-parser (cli.py passes its ``_add_run_options``); ``cmd_screen(args)`` runs it.
+``add_screen_parser(subcommands)`` adds it to the ``seqsift`` parser;
+``cmd_screen(args)`` runs it.
 
     seqsift screen QUERIES TARGETS [--threshold T] [-o hits.tsv] [--all-vs-all]
                    [--match 2 --mismatch 1 --gap 1] [--no-align] [run options]
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 
-from .argtypes import positive_int, whole_number
-from .errors import InputError
+from ..cli_options import add_output_options, add_run_options, positive_int, run_options, whole_number
+from ..errors import InputError
 
 _SEARCH_ONLY = (("chunk_size", "--chunk-size"), ("pattern_batch", "--pattern-batch"))
 
 
-def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
+def add_screen_parser(subcommands) -> argparse.ArgumentParser:
     """Add ``screen`` to ``subcommands`` (argparse subparsers); returns its parser."""
     s = subcommands.add_parser(
         "screen", help="score sequence pairs by Smith-Waterman (local alignment)",
@@ -35,7 +35,7 @@ def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
     s.add_argument("targets", metavar="TARGETS", help="FASTA or FASTQ file (plain or gzip)")
     s.add_argument("-t", "--threshold", type=whole_number, metavar="T",
                    help="report only pairs with score >= T, with their alignment (0: every pair)")
-    s.add_argument("-o", "--output", help="output .tsv or .parquet (default: TSV on stdout)")
+    add_output_options(s, ".tsv, .parquet or folder/")
     s.add_argument("--all-vs-all", action="store_true",
                    help="every query against every target (default: records paired by order)")
     s.add_argument("--match", type=whole_number, default=2, help="score of equal bases, c1 (default 2)")
@@ -60,18 +60,13 @@ def add_screen_parser(subcommands, add_run_options) -> argparse.ArgumentParser:
 
 
 def cmd_screen(args) -> int:
-    from .screening import screen
+    from . import screen
 
     for dest, flag in _SEARCH_ONLY:
         if getattr(args, dest, None) is not None:
             raise InputError(f"{flag} is a search option; screen splits its work by --batch-pairs")
     screen(args.queries, args.targets, threshold=args.threshold, match=args.match, mismatch=args.mismatch,
            gap=args.gap, all_vs_all=args.all_vs_all, align=not args.no_align, output=args.output or "-",
-           algorithm=args.algorithm, backend=args.backend, word_bits=args.word_bits,
-           workers=getattr(args, "workers", None), gpus=getattr(args, "gpus", None),
-           scheduler=getattr(args, "scheduler", None), scheduler_file=getattr(args, "scheduler_file", None),
-           dashboard=getattr(args, "dashboard", False), batch_pairs=args.batch_pairs,
-           progress=not getattr(args, "no_progress", False), verbose=getattr(args, "verbose", False),
-           strand=args.strand)
+           algorithm=args.algorithm, word_bits=args.word_bits, batch_pairs=args.batch_pairs, verbose=args.verbose,
+           strand=args.strand, resume=args.resume, wait_for_lock=args.wait_for_lock, **run_options(args))
     return 0
-

@@ -31,16 +31,33 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
 from ..partitioning import Chunk, ChunkGroup, adjacent
 from .job import SearchJob
-from .store import SpillFolder
+from ..runtime.order import sort_rows as sort_by_columns
+from ..runtime.store import SpillFolder
 
 
 SPILL_ROWS = 500_000
 """Rows the client keeps in memory while they wait (for their turn, or behind an open run) before
 they go to disk."""
+
+
+class SearchRows:
+    """The search's collector (runtime.job.Collector): each group's batches joined, then merged."""
+
+    def __init__(self, job: SearchJob, spill_rows: int = SPILL_ROWS):
+        self.merger = OrderedMerger(job, spill_rows)
+
+    def take(self, group: ChunkGroup, frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        rows = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return self.merger.add_group(group, rows)
+
+    def finish(self) -> Iterator[pd.DataFrame]:
+        return self.merger.finish()
+
+    def close(self) -> None:
+        self.merger.close()
 
 
 class OrderedMerger:
@@ -241,92 +258,14 @@ class _Part:
     path: Path | None             # spilled
 
 
-# --------------------------------------------------------------------------
-# Output order. Workers return their rows sorted (run_task); the client then
-# has a few sorted runs to merge (one per pattern batch of a group, and the
-# rows held back from the group before), not millions of rows to sort.
-# --------------------------------------------------------------------------
-
-MAX_MERGED_RUNS = 64
-"""Past this many sorted runs, a full sort is cheaper than merging them."""
-
 ORDER_COLUMNS = ["record", "start", "pattern", "strand", "end"]
 ENDS_ORDER_COLUMNS = ["record", "end", "pattern", "strand"]
 """The output order (DESIGN.md), ``best`` and ``ends`` mode."""
 
 
-def sort_keys(rows: pd.DataFrame, reports_start: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """Two int64 keys whose lexicographic order is the output order, or None if they do not fit.
-
-    Output order (DESIGN.md): record, start (``ends``: end), pattern, strand,
-    then end. primary = record << 40 | position; secondary = pattern << 33 |
-    strand << 32 | (end - start) (``ends``: pattern << 1 | strand).
-    """
-    record = rows["record"].to_numpy().astype(np.int64)
-    position = rows["start" if reports_start else "end"].to_numpy().astype(np.int64)
-    pattern = rows["pattern"].to_numpy().astype(np.int64)
-    strand = rows["strand"].to_numpy().astype(np.int64)
-    if len(rows) and (record.max() >= 1 << 23 or position.max() >= 1 << 40 or pattern.max() >= 1 << 30):
-        return None
-    if reports_start:
-        span = rows["end"].to_numpy().astype(np.int64) - position
-        if len(rows) and (span.min() < 0 or span.max() >= 1 << 32):
-            return None
-        return (record << 40) | position, (pattern << 33) | (strand << 32) | span
-    return (record << 40) | position, (pattern << 1) | strand
-
-
 def sort_rows(rows: pd.DataFrame, reports_start: bool) -> pd.DataFrame:
-    """``rows`` in output order (stable): merged when they are a few sorted runs, else sorted."""
-    keys = sort_keys(rows, reports_start)
-    if keys is None:   # beyond the packed keys' ranges: sort by the columns themselves
-        columns = ORDER_COLUMNS if reports_start else ENDS_ORDER_COLUMNS
-        return rows.sort_values(columns, kind="stable", ignore_index=True)
-    primary, secondary = keys
-    descents = np.flatnonzero((primary[1:] < primary[:-1])
-                              | ((primary[1:] == primary[:-1]) & (secondary[1:] < secondary[:-1]))) + 1
-    if descents.size == 0:
-        return rows.reset_index(drop=True)
-    if descents.size < MAX_MERGED_RUNS:
-        order = _merge_runs(primary, secondary, np.concatenate(([0], descents, [len(rows)])))
-    else:
-        order = np.lexsort((secondary, primary))
-    return rows.take(order).reset_index(drop=True)
-
-
-@njit(cache=True)
-def _merge_runs(primary, secondary, bounds):
-    """The order that merges the sorted runs [bounds[r], bounds[r + 1]) (stable: earlier runs first on ties)."""
-    order = np.arange(primary.shape[0])
-    scratch = np.empty_like(order)
-    width = 1   # runs merged pairwise, bottom-up: log2(runs) passes
-    runs = bounds.shape[0] - 1
-    while width < runs:
-        for r in range(0, runs, 2 * width):
-            lo = bounds[r]
-            mid = bounds[min(r + width, runs)]
-            hi = bounds[min(r + 2 * width, runs)]
-            a, b, out = lo, mid, lo
-            while a < mid and b < hi:
-                ia, ib = order[a], order[b]
-                if primary[ib] < primary[ia] or (primary[ib] == primary[ia] and secondary[ib] < secondary[ia]):
-                    scratch[out] = ib
-                    b += 1
-                else:
-                    scratch[out] = ia
-                    a += 1
-                out += 1
-            while a < mid:
-                scratch[out] = order[a]
-                a += 1
-                out += 1
-            while b < hi:
-                scratch[out] = order[b]
-                b += 1
-                out += 1
-        order, scratch = scratch, order
-        width *= 2
-    return order
+    """``rows`` in the search's output order (runtime.order.sort_rows: a few sorted runs are merged)."""
+    return sort_by_columns(rows, ORDER_COLUMNS if reports_start else ENDS_ORDER_COLUMNS)
 
 
 def _join(left: pd.Series, right: pd.Series) -> pd.Series:

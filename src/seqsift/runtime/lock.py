@@ -61,13 +61,16 @@ class OutputLock:
     def _acquire(self, wait: bool, note) -> None:
         announced = False
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as err:  # /proc, a read-only mount, a folder we may not write
+                raise InputError(f"{self.output}: cannot write there ({err.strerror or err})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
                 if err.errno not in (errno.EAGAIN, errno.EACCES):
                     os.close(fd)
-                    raise
+                    raise InputError(f"{self.output}: cannot lock the output ({err.strerror or err})") from None
                 holder = _holder_description(self.path)
                 if not wait:
                     os.close(fd)

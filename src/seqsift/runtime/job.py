@@ -1,0 +1,101 @@
+"""The job protocol: what search, crispr and screen tell the runtime, and nothing more.
+
+A job is a picklable object (it goes to the workers once, ``shared.on_workers``)
+whose class fills in:
+
+``name``
+    ``"search"``, ``"crispr"`` or ``"screen"``: task keys, progress, messages.
+``formats``
+    the output formats its writer can write (``output.FORMATS``'s values).
+``plan(client, layout)``
+    the task layout as it will run: ``layout`` holds the sizes the user asked
+    for, a resumed job's saved sizes where the user asked for none, and None
+    for the rest, which the job resolves (defaults may depend on the
+    cluster); returns a :class:`Plan`. The resolved sizes go into the
+    fingerprint, so a resume cuts the work exactly as the first run did.
+``fingerprint(plan)``
+    what must be equal for saved task results to belong to this job: the
+    inputs (files by path, size and mtime; sequences by hash), the
+    parameters, and ``plan.layout``.
+``task``
+    the worker function, ``task(job, unit, batch) -> pandas.DataFrame``
+    (a staticmethod or module function: it is pickled by reference).
+``collector(plan, spill_rows)``
+    a :class:`Collector`: the client-side state that turns each unit's task
+    results into output rows in output order (holding at most about
+    ``spill_rows`` rows in memory where it must hold rows back).
+``writer(output)``
+    a writer for ``output`` (None: the Python API's in-memory result): it has
+    ``write(rows)``, ``close()``, ``abort()``, ``count`` and ``result()``;
+    and optionally ``write_side_outputs()``, for files written once the main
+    output is complete (crispr's ``--summary``, which ``JobRun`` checks and
+    locks like ``-o``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+
+if TYPE_CHECKING:  # the runtime's face imports no pandas: `seqsift --help` loads none of the job stack
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A job's tasks: every unit x every batch, and how the client takes their results.
+
+    units      in output order; ``units[i].index == i``; a task gets one unit and one batch
+    batches    ranges of the job's patterns (guides); screen: ``[range(1)]``
+    weights    per unit, what the progress bar counts (bases, cells)
+    layout     the resolved sizes (saved in a resumable job's manifest)
+    ordered    units are delivered to the collector in order (search, crispr); else as each completes
+    unit_name  what the progress bar counts ("bp", "cells"); ``label`` its label
+    """
+
+    units: Sequence
+    batches: Sequence[range]
+    weights: Sequence[float]
+    layout: dict
+    ordered: bool = True
+    unit_name: str = "bp"
+    label: str = "searching"
+    notes: list[str] = field(default_factory=list)
+
+
+class Collector(Protocol):
+    """Turns each unit's task results into output rows (client side, one per run)."""
+
+    def take(self, unit, frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        """The rows that are final once ``unit``'s results (one frame per batch) are in, in output order."""
+
+    def finish(self) -> Iterator[pd.DataFrame]:
+        """The rows still held, once every unit is in."""
+
+    def close(self) -> None:
+        """Drop whatever is held (a failed job)."""
+
+
+class Writer(Protocol):
+    count: int
+
+    def write(self, rows: pd.DataFrame) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def result(self): ...
+
+
+class Job(Protocol):
+    name: str
+    backend: str
+    formats: tuple[str, ...]
+
+    def plan(self, client, layout: dict) -> Plan: ...
+
+    def fingerprint(self, plan: Plan) -> dict: ...
+
+    def collector(self, plan: Plan, spill_rows: int) -> Collector: ...
+
+    def writer(self, output) -> Writer: ...

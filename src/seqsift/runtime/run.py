@@ -1,0 +1,285 @@
+"""The one way a job runs: checks, lock, writer, task store, cluster, ordered output, and its end.
+
+Every job (search, crispr, screen) goes through :class:`JobRun`::
+
+    with JobRun(output, formats=..., inputs=..., resume=..., wait_for_lock=..., client=JobClient(...)) as run:
+        job = ...                         # read the inputs (a one-GPU cluster may start meanwhile)
+        return run.run(job, layout=..., progress=...)
+
+In order:
+
+1. **checks**, before any work: the output (and side output, such as a
+   summary) can be written where asked, is not one of the job's inputs, and
+   ``resume`` has a file to resume beside;
+2. **lock**: one job at a time per output file (``lock.OutputLock``:
+   ``.FILE.seqsift-lock``; a second job stops with an error naming the
+   first, or waits with ``wait_for_lock``);
+3. **writer**: the job's (``job.writer(output)``), writing beside the target
+   and renaming into place only at the end;
+4. **cluster**: the caller's client or the job's own (``clients.JobClient``);
+5. **plan and task store**: the job resolves its task layout (a resumed
+   job's saved sizes where the user gave none) and, for a file output, the
+   store beside it (``store.TaskStore``) keeps every finished task for
+   ``--resume``; tasks it already holds are not run again;
+6. **tasks**: every unit x batch is submitted at once (the job itself goes
+   to the workers once, ``shared.on_workers``; Dask retries a task that
+   raised twice and reruns one whose worker died); results come back with
+   ``as_completed`` in any order; a unit's results go to the job's collector
+   when all its batches are in (for ordered jobs, and all units before it);
+   tasks that finish early wait in memory up to ``spill_rows`` rows, past
+   that on disk (the store's files, or a private temporary folder), so the
+   client never holds all results at once;
+7. **the end**, in the order that never loses work: the output is complete
+   and in place (and the side outputs), then its saved tasks are removed,
+   then the lock is released (other jobs may take the output), and only
+   then is the job's own cluster shut down.
+
+If anything fails or the user presses Ctrl-C: the partial output is removed
+(the target is left as it was), the saved tasks stay (the message says how
+to resume), the lock is released and the cluster shut down.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from ..errors import InputError, note
+from . import stages
+from .job import Job, Plan
+from .lock import OutputLock
+from .output import check_output_path, refuse_overwriting_inputs
+from .progress import open_progress
+from .shared import on_workers
+
+if TYPE_CHECKING:  # pandas and pyarrow load when a job runs, not with the command line
+    import pandas as pd
+
+SPILL_ROWS = 500_000
+"""Rows the client keeps in memory while they wait for their turn before they go to disk."""
+
+
+def to_file(output) -> bool:
+    """Whether ``output`` names a file or folder (not None, the API's in-memory result, or "-", stdout)."""
+    return output is not None and str(output) != "-"
+
+
+def beside_path(output) -> str:
+    """Where an output really goes: its saved tasks and lock live beside that (an -o link is written through)."""
+    return os.path.realpath(str(output).rstrip("/" + os.sep))
+
+
+class JobRun:
+    """One job's run (module docstring): a context for reading its inputs, then :meth:`run`."""
+
+    def __init__(self, output, *, formats: tuple[str, ...], inputs: dict[str, object], client,
+                 resume: bool = False, wait_for_lock: bool = False, side_outputs: dict[str, object] | None = None,
+                 spill_rows: int | None = None):
+        self.output, self.client, self.resume = output, client, resume
+        self.spill_rows = SPILL_ROWS if spill_rows is None else spill_rows
+        side_outputs = {what: path for what, path in (side_outputs or {}).items() if to_file(path)}
+        refuse_overwriting_inputs(output, inputs)
+        check_output_path(output, formats)
+        for what, path in side_outputs.items():
+            refuse_overwriting_inputs(path, {**inputs, "output": output})
+            check_output_path(path, None, what=what)
+        if resume and not to_file(output):
+            raise InputError("resume needs an output file (-o): the saved tasks live beside it")
+        self.beside = beside_path(output) if to_file(output) else None
+        self.locks: list[OutputLock] = []
+        try:
+            for path in ([output] if to_file(output) else []) + list(side_outputs.values()):
+                self.locks.append(OutputLock(beside_path(path), wait=wait_for_lock, note=note))
+        except BaseException:
+            self._release_locks()
+            raise
+
+    def __enter__(self) -> "JobRun":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.client.discard()
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for lock in self.locks:
+            lock.release()
+
+    def run(self, job: Job, *, layout: dict, progress: bool = False, verbose: bool = False):
+        """Run ``job`` to its end (module docstring, steps 3-7); the writer's result
+        (the row count for a file, the in-memory result for the API). ``verbose``: say how the
+        work was cut (the plan's notes)."""
+        from .store import TaskStore
+
+        writer = job.writer(self.output)
+        try:
+            with self.client.running(job.backend) as client:
+                plan = job.plan(client, self._layout(layout))
+                for line in plan.notes if verbose else ():
+                    note(line)
+                store = (TaskStore.beside(self.beside, job.fingerprint(plan), self.resume, note=note)
+                         if self.beside is not None else None)
+                try:
+                    run_tasks(job, plan, client, writer, store=store, progress=progress, spill_rows=self.spill_rows)
+                    stages.collect_workers(client)
+                    writer.close()
+                    write_side_outputs = getattr(writer, "write_side_outputs", None)
+                    if write_side_outputs is not None:  # crispr's summary: after the output, before the end
+                        write_side_outputs()
+                except BaseException:
+                    if store is not None:
+                        store.tell_how_to_resume(note)
+                    raise
+                if store is not None:
+                    store.remove()
+                self._release_locks()
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.result()
+
+    def _layout(self, requested: dict) -> dict:
+        """The sizes the user asked for; where none, a resumed job's saved ones (so that its tasks line up)."""
+        from .store import TaskStore
+
+        saved = TaskStore.saved_layout(self.beside) if self.resume and self.beside else None
+        layout = dict(requested)
+        for key, value in requested.items():
+            if value is None and saved and saved.get("layout", {}).get(key) is not None:
+                layout[key] = saved["layout"][key]
+        return layout
+
+
+class EarlyTasks:
+    """Results of tasks that finished before their unit's turn, in memory or on disk.
+
+    Every task's rows are counted against ``spill_rows`` as they arrive, so a
+    unit that never completes cannot pin its finished batches in memory. Past
+    the budget, rows go to disk: with a job's ``store`` they are already there
+    (the task's saved file, read back when their turn comes), else to Arrow
+    IPC files in a private temporary folder. Tasks a resumed job saved earlier
+    come from the store too.
+    """
+
+    def __init__(self, spill_rows: int, store=None):
+        from .store import SpillFolder
+
+        self.spill_rows = spill_rows
+        self.store = store
+        self.in_memory: dict[tuple[int, int], pd.DataFrame] = {}
+        self.on_disk: dict[tuple[int, int], Path] = {}
+        self.rows_in_memory = 0
+        self._spill = SpillFolder()
+
+    def put(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
+        """Keep the rows of task ``key`` = (unit index, batch index) (with a store: saved there already)."""
+        if self.rows_in_memory + len(rows) <= self.spill_rows:
+            self.in_memory[key] = rows
+            self.rows_in_memory += len(rows)
+        elif self.store is None:
+            self.on_disk[key] = self._spill.write(f"task-{key[0]}-{key[1]}", rows)
+
+    def pop(self, key: tuple[int, int]) -> pd.DataFrame:
+        if key in self.in_memory:
+            rows = self.in_memory.pop(key)
+            self.rows_in_memory -= len(rows)
+            return rows
+        if key in self.on_disk:
+            return self._spill.take(self.on_disk.pop(key))
+        return self.store.load(key)
+
+    def close(self) -> None:
+        self._spill.close()
+
+
+def submit_tasks(client, job: Job, plan: Plan, saved: set) -> dict:
+    """Submit ``job.task(job, unit, batch)`` for every unit x batch not in ``saved``; future -> (unit, batch index)."""
+    job_on_workers = on_workers(client, job, f"seqsift-{job.name}-job")
+    futures = {}
+    for unit in plan.units:
+        for batch_index, batch in enumerate(plan.batches):
+            if (unit.index, batch_index) in saved:
+                continue
+            future = client.submit(type(job).task, job_on_workers, unit, batch, pure=False, retries=2,
+                                   key=f"seqsift-{job.name}-{unit.index}-{batch_index}-{os.urandom(4).hex()}")
+            futures[future] = (unit, batch_index)
+    return futures
+
+
+def _timed(rows: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The collector's output rows, its work on them counted as the ``merge`` stage (stages.py)."""
+    while True:
+        with stages.timed("merge"):
+            final = next(rows, None)
+        if final is None:
+            return
+        yield final
+
+
+def run_tasks(job: Job, plan: Plan, client, writer, *, store=None, progress: bool = False,
+              spill_rows: int = SPILL_ROWS) -> int:
+    """Run every task of ``plan`` on ``client`` and write the job's rows to ``writer``; the row count.
+
+    With a :class:`~seqsift.runtime.store.TaskStore`, every finished task is
+    handed to its saver thread (the collector takes the rows from memory
+    meanwhile), and tasks it already holds (a resumed job) are not run.
+    """
+    units, batches = plan.units, plan.batches
+    collector = job.collector(plan, spill_rows)
+    early = EarlyTasks(spill_rows, store)
+    planned = {(unit.index, b) for unit in units for b in range(len(batches))}
+    saved = store.saved() & planned if store is not None else set()
+    unfinished = {unit.index: len(batches) for unit in units}
+    for unit_index, _ in saved:
+        unfinished[unit_index] -= 1
+    next_unit = 0
+
+    def deliver(unit) -> None:
+        frames = [early.pop((unit.index, b)) for b in range(len(batches))]
+        for rows in _timed(collector.take(unit, frames)):
+            writer.write(rows)
+
+    def unit_done(unit) -> None:
+        """All of ``unit``'s batches are in: deliver it (ordered: with every complete unit after it)."""
+        nonlocal next_unit
+        if not plan.ordered:
+            deliver(unit)
+            return
+        while next_unit < len(units) and unfinished[units[next_unit].index] == 0:
+            deliver(units[next_unit])
+            next_unit += 1
+
+    futures = submit_tasks(client, job, plan, saved)
+    # A unit is counted once: each task covers its weight for one of the batches.
+    share = 1 / len(batches)
+    bar = open_progress(progress and bool(futures), sum(plan.weights), unit=plan.unit_name, label=plan.label,
+                        already_done=sum(plan.weights[u] * share for u, _ in saved))
+    finished = False
+    try:
+        for unit in units:  # a resumed job's units that were saved whole
+            if unfinished[unit.index] == 0 and (not plan.ordered or unit.index == next_unit):
+                unit_done(unit)
+        # Results are fetched one at a time (not with_results=True, which would pull
+        # every finished result into this process ahead of the writer).
+        from distributed import as_completed
+
+        for future in as_completed(futures):
+            rows = future.result()
+            unit, batch_index = futures.pop(future)
+            bar.advance(plan.weights[unit.index] * share)
+            if store is not None:
+                store.save_soon((unit.index, batch_index), rows)
+            early.put((unit.index, batch_index), rows)
+            unfinished[unit.index] -= 1
+            if unfinished[unit.index] == 0:
+                unit_done(unit)
+        for rows in _timed(collector.finish()):
+            writer.write(rows)
+        finished = True
+    finally:
+        for future in futures:
+            future.cancel()
+        early.close()
+        collector.close()
+        bar.close(ok=finished)
+    return writer.count

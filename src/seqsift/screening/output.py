@@ -1,0 +1,223 @@
+"""The screen job's client side: its collectors (task rows -> pairs in order, strands folded) and writers.
+
+Tasks come back in any order (buckets of pairs by length, not pair order),
+so both collectors keep what they need until every task is in:
+
+* :class:`ScoreTable` (every pair's score): one int32 per oriented pair, in a
+  matrix (all-vs-all) or a vector, filled as tasks arrive; at the end the
+  strands are folded and rows come out in pair order, a block at a time;
+* :class:`Survivors` (pairs >= the threshold, with alignments): the rows
+  themselves; at the end, per pair the better strand (+ on ties), sorted by
+  query, then target.
+
+Rows carry indices (``query_index``, ``target_index``, ``minus``); the
+writers name them: a file or stdout (TSV or Parquet, whole or not at all),
+or for the Python API a NumPy array of scores or a DataFrame.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from ..runtime.output import FrameCollector, TableWriter, empty_frame, to_stdout
+from .task import ALIGNMENT_COLUMNS, ScreenJob
+
+DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "target": object, "strand": object,
+          "score": np.int64, "query_start": np.int64, "query_end": np.int64, "target_start": np.int64,
+          "target_end": np.int64, "cigar": object}
+ROWS_PER_BLOCK = 1_000_000
+
+
+class ScoreTable:
+    """Every pair's score (module docstring); a runtime.job.Collector."""
+
+    def __init__(self, job: ScreenJob):
+        self.job = job
+        queries = job.sequences.queries
+        targets = len(job.sequences.lengths) - queries
+        shape = (queries, targets) if job.all_vs_all else (queries,)
+        self.scores = np.zeros(shape, dtype=np.int32)
+
+    def take(self, task, frames: list[pd.DataFrame]):
+        rows = frames[0]
+        query, target = rows["query"].to_numpy(), rows["target"].to_numpy()
+        if self.job.all_vs_all:
+            self.scores[query, target] = rows["score"].to_numpy()
+        else:
+            self.scores[query] = rows["score"].to_numpy()
+        return iter(())
+
+    def folded(self) -> tuple[np.ndarray, np.ndarray]:
+        """(score, minus) of the pairs as given: for ``both`` the better strand's (+ on ties)."""
+        job, scores = self.job, self.scores
+        if job.strand == "+":
+            return scores, np.zeros(scores.shape, dtype=bool)
+        if job.strand == "-":
+            return scores, np.ones(scores.shape, dtype=bool)
+        given = len(job.query_names)
+        forward, reverse = scores[:given], scores[given:]
+        return np.maximum(forward, reverse), reverse > forward
+
+    def finish(self):
+        scores, minus = self.folded()
+        self.scores = None
+        queries, targets = len(self.job.query_names), len(self.job.target_names)
+        if not self.job.all_vs_all:
+            yield pd.DataFrame({"query_index": np.arange(queries), "target_index": np.arange(queries),
+                                "score": scores.astype(np.int64), "minus": minus})
+            return
+        per_block = max(1, ROWS_PER_BLOCK // max(1, targets))
+        for first in range(0, queries, per_block):
+            block = scores[first:first + per_block]
+            count = block.shape[0]
+            yield pd.DataFrame({"query_index": np.repeat(np.arange(first, first + count), targets),
+                                "target_index": np.tile(np.arange(targets), count),
+                                "score": block.reshape(-1).astype(np.int64),
+                                "minus": minus[first:first + count].reshape(-1)})
+
+    def close(self) -> None:
+        self.scores = None
+
+
+class Survivors:
+    """The pairs that reach the threshold (module docstring); a runtime.job.Collector."""
+
+    def __init__(self, job: ScreenJob):
+        self.job = job
+        self.parts: list[pd.DataFrame] = []
+
+    def take(self, task, frames: list[pd.DataFrame]):
+        self.parts.extend(frame for frame in frames if len(frame))
+        return iter(())
+
+    def finish(self):
+        job = self.job
+        rows = pd.concat(self.parts, ignore_index=True) if self.parts else _empty_task_rows(job)
+        self.parts = []
+        query, target = rows["query"].to_numpy().astype(np.int64), rows["target"].to_numpy().astype(np.int64)
+        score = rows["score"].to_numpy().astype(np.int64)
+        given_queries, given_targets = len(job.query_names), len(job.target_names)
+        minus = np.full(len(query), job.strand == "-")
+        if job.strand == "both":
+            minus = query >= given_queries
+            query = np.where(minus, query - given_queries, query)
+            if not job.all_vs_all:
+                target = np.where(minus, target - given_targets, target)
+        # Per pair the better strand: sort by pair, then score descending, + before -.
+        order = np.lexsort((minus, -score, target, query))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = (np.diff(query[order]) != 0) | (np.diff(target[order]) != 0)
+        keep = order[first]
+        folded = pd.DataFrame({"query_index": query[keep], "target_index": target[keep], "score": score[keep],
+                               "minus": minus[keep]})
+        if job.align:
+            # Query coordinates on the reverse complement -> on the query as given.
+            length = job.query_lengths[folded["query_index"].to_numpy()]
+            on_minus = folded["minus"].to_numpy()
+            start = rows["query_start"].to_numpy()[keep]
+            end = rows["query_end"].to_numpy()[keep]
+            folded["query_start"] = np.where(on_minus, length - end, start)
+            folded["query_end"] = np.where(on_minus, length - start, end)
+            for name in ("target_start", "target_end", "cigar"):
+                folded[name] = rows[name].to_numpy()[keep]
+        yield folded
+
+    def close(self) -> None:
+        self.parts = []
+
+
+def _empty_task_rows(job: ScreenJob) -> pd.DataFrame:
+    columns = {"query": np.int64, "target": np.int64, "score": np.int64}
+    if job.align:
+        columns.update({name: np.int64 for name in ALIGNMENT_COLUMNS[:4]}, cigar=object)
+    return pd.DataFrame({name: np.empty(0, dtype=dtype) for name, dtype in columns.items()})
+
+
+def output_columns(job: ScreenJob, api: bool) -> list[str]:
+    """The columns of the output: files ``query target score [strand] [alignment]``; the API's
+    DataFrame also the indices."""
+    strand = ["strand"] if job.strand != "+" else []
+    alignment = ALIGNMENT_COLUMNS if job.threshold is not None and job.align else []
+    names = ["query_index", "query", "target_index", "target"] if api else ["query", "target"]
+    return names + ["score", *strand, *alignment]
+
+
+def named(rows: pd.DataFrame, job: ScreenJob, columns: list[str]) -> pd.DataFrame:
+    """Index rows -> the output's columns with the sequences' names."""
+    out = {}
+    for column in columns:
+        if column == "query":
+            out[column] = np.asarray(job.query_names, dtype=object)[rows["query_index"].to_numpy()]
+        elif column == "target":
+            out[column] = np.asarray(job.target_names, dtype=object)[rows["target_index"].to_numpy()]
+        elif column == "strand":
+            out[column] = np.where(rows["minus"].to_numpy(), "-", "+").astype(object)
+        else:
+            out[column] = rows[column].to_numpy()
+    return pd.DataFrame(out, columns=columns)
+
+
+class ScreenFileWriter:
+    """Named rows to a file or standard output (TSV or Parquet) through runtime.output.TableWriter."""
+
+    def __init__(self, job: ScreenJob, output):
+        self.job = job
+        self.columns = output_columns(job, api=False)
+        self.table = TableWriter(None if to_stdout(output) else output, self.columns, DTYPES, ScreenJob.formats)
+
+    @property
+    def count(self) -> int:
+        return self.table.count
+
+    def write(self, rows: pd.DataFrame) -> None:
+        if len(rows):
+            self.table.write(named(rows, self.job, self.columns))
+
+    def close(self) -> None:
+        self.table.close()
+
+    def abort(self) -> None:
+        self.table.abort()
+
+    def result(self) -> int:
+        return self.table.count
+
+
+class ScoreArray:
+    """The Python API's result without a threshold: a NumPy int32 array of scores, (queries,) or
+    (queries, targets) for all-vs-all (for strand "both" the better strand's score)."""
+
+    def __init__(self, job: ScreenJob):
+        queries, targets = len(job.query_names), len(job.target_names)
+        self.scores = np.zeros((queries, targets) if job.all_vs_all else (queries,), dtype=np.int32)
+        self.all_vs_all = job.all_vs_all
+        self.count = 0
+
+    def write(self, rows: pd.DataFrame) -> None:
+        query = rows["query_index"].to_numpy()
+        if self.all_vs_all:
+            self.scores[query, rows["target_index"].to_numpy()] = rows["score"].to_numpy()
+        else:
+            self.scores[query] = rows["score"].to_numpy()
+        self.count += len(rows)
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def result(self) -> np.ndarray:
+        return self.scores
+
+
+def screen_writer(job: ScreenJob, output):
+    """The writer for ``output`` (runtime.job.Writer): a file or stdout, else the API's array or DataFrame."""
+    if output is not None:
+        return ScreenFileWriter(job, output)
+    if job.threshold is None:
+        return ScoreArray(job)
+    columns = output_columns(job, api=True)
+    return FrameCollector(partial(named, job=job, columns=columns), partial(empty_frame, columns, DTYPES))

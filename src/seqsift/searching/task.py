@@ -1,0 +1,174 @@
+"""The worker side of a search: one task = one chunk group x one pattern range.
+
+``run_task`` reads each chunk's window from the reference, encodes it, calls
+the job's kernel through :func:`seqsift.kernels.find_ends` (the engine knows
+no kernel's inside), and turns the kernel's ends into hit rows:
+
+* Hamming: one row per hit, start = end - m.
+* edit, ``ends``: one row per qualifying end.
+* edit, ``best``: each maximal run of consecutive qualifying ends of one
+  row (pattern x strand) becomes one locus at its smallest distance
+  (leftmost on ties). The run's first and last ends travel with it, so the
+  client can join runs that continue into the next chunk (``merge.py``).
+
+Rows use indices (record, pattern) and absolute int64 coordinates; names are
+attached by the writer. The ``aligned`` and ``cigar`` columns are Arrow
+strings built from one buffer each (no Python object per hit). Each worker
+process caches the reference windows it has read (``runtime.windows``); on a
+GPU worker the window's text codes stay on the device, uploaded once as raw
+bytes and encoded there. Stages are timed with ``stages.timed`` (off unless
+a benchmark asks).
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import nullcontext
+
+import numpy as np
+import pandas as pd
+
+from .. import kernels
+from ..alphabet import TEXT_CODE_ARRAY
+from ..kernels.cuda import task_stream
+from ..partitioning import ChunkGroup
+from ..runtime import stages
+from ..runtime.columns import string_column
+from ..runtime.windows import ChunkWindow, read_chunk
+from .job import SearchJob
+from .merge import sort_rows
+
+
+def searches_on_device(job: SearchJob) -> bool:
+    """The job's kernel runs on the GPU, on text codes (so the chunk's codes live there)."""
+    return (job.backend == "cuda" and job.alphabet == "dna"
+            and "cuda" in kernels.ALGORITHMS[job.algorithm].backends)
+
+
+_warmed_up: set[str] = set()
+_warm_up_lock = threading.Lock()
+
+
+def warm_up_locate(metric: str) -> None:
+    """Load the kernels that locate a GPU-searched chunk's hits, in a background thread, once per process.
+
+    Numba loads compiled kernels from its disk cache on their first call: in
+    a fresh CLI process that took about a second of the first task that had
+    hits (H100 host, benchmarks/README.md). Started with the first task, the
+    loading overlaps that task's upload and search (started only once the
+    window was on the device, a Hamming job's first locates waited for it:
+    7.2 s instead of 6.9 s for 1,000 guides over 3.1 Gbp). A job that reads
+    its reference first starts it then (engine._prepare_worker). The text is
+    read-only raw bytes as in the real calls, since Numba loads one version
+    per argument type.
+    """
+    with _warm_up_lock:
+        if metric in _warmed_up:
+            return
+        _warmed_up.add(metric)
+
+    def load() -> None:
+        from ..pattern_set import PatternSet
+
+        raw = np.frombuffer(b"ACGTACGT", np.uint8)
+        batch = PatternSet(("warm-up",), ("ACGT",)).oriented(range(1), (0,))
+        zero = np.zeros(1, np.int64)
+        kernels.locate_packed(metric, raw, batch, zero.astype(np.int32), zero + 4, zero.astype(np.int16),
+                              code_of=TEXT_CODE_ARRAY)
+        kernels.gather_spans(raw, zero, zero + 4)
+
+    threading.Thread(target=load, name="seqsift-warm-up-locate", daemon=True).start()
+
+
+def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.DataFrame:
+    """Hit rows of ``pattern_range`` in the chunks of ``group``, in output order."""
+    batch = job.patterns.oriented(pattern_range, job.strands)
+    on_device = searches_on_device(job)
+    if on_device and job.reports_start:
+        warm_up_locate(job.metric)
+    with (task_stream() if on_device else nullcontext()):
+        frames = _search_chunks(job, group, batch, on_device)
+    if not frames:
+        return empty_rows(job)
+    # Sorted here, on the worker: the client then only merges sorted runs (merge.sort_rows).
+    with stages.timed("merge"):
+        return sort_rows(pd.concat(frames, ignore_index=True), job.reports_start)
+
+
+def _search_chunks(job: SearchJob, group: ChunkGroup, batch, on_device: bool) -> list[pd.DataFrame]:
+    """Each chunk's hit rows (chunks without hits left out)."""
+    frames = []
+    for chunk in group.chunks:
+        # A chunk searched on the GPU is located on the host from its raw bytes.
+        window = read_chunk(job.reference, chunk, need_raw=job.needs_raw_text or (on_device and job.reports_start),
+                            on_device=on_device)
+        if job.alphabet == "bytes":  # raw bytes: no case folding, no N rule (DESIGN.md)
+            text = window.raw
+        else:
+            text = window.device if on_device else window.codes
+        with stages.timed("kernel", device=on_device):
+            hits = kernels.find_ends(job.algorithm, job.backend, text, batch, job.k,
+                                     chunk.owned_lo, chunk.owned_hi)
+        if len(hits) == 0:
+            continue
+        with stages.timed("locate"):
+            frames.append(_rows_for_chunk(job, batch, chunk, window, hits.sorted()))
+    return frames
+
+
+def _rows_for_chunk(job, batch, chunk, window: ChunkWindow, hits) -> pd.DataFrame:
+    row, end, distance = hits.row, hits.end, hits.distance
+    columns: dict[str, object] = {}
+    if job.joins_runs:
+        row, end, distance, first_end, last_end = _best_of_runs(row, end, distance)
+        columns["first_end"] = first_end + chunk.read_start
+        columns["last_end"] = last_end + chunk.read_start
+    if job.reports_start:
+        # Locate on the host codes, or on the raw bytes through the code table (searched on the GPU).
+        if job.alphabet == "bytes":
+            text, code_of = window.raw, None
+        elif window.codes is not None:
+            text, code_of = window.codes, None
+        else:
+            text, code_of = window.raw, TEXT_CODE_ARRAY
+        start, (cigar_offsets, cigar_data) = kernels.locate_packed(job.metric, text, batch, row, end, distance,
+                                                                   code_of=code_of)
+        columns["start"] = start + chunk.read_start
+        if job.align:
+            columns["aligned"] = string_column(*kernels.gather_spans(window.raw, start, end))
+            columns["cigar"] = string_column(cigar_offsets, cigar_data)
+    columns["end"] = end + chunk.read_start
+    columns["record"] = np.full(len(row), chunk.record_index, dtype=np.int32)
+    columns["pattern"] = batch.pattern_index[row]
+    columns["strand"] = batch.strand[row]
+    columns["distance"] = distance.astype(np.int16)
+    return pd.DataFrame(columns)
+
+
+def _best_of_runs(row, end, distance):
+    """Group (row, end)-sorted ends into runs of consecutive ends of one row.
+
+    Returns per run: row, the best end (smallest distance, leftmost on
+    ties), its distance, and the run's first and last ends.
+    """
+    breaks = np.flatnonzero((np.diff(row) != 0) | (np.diff(end) != 1)) + 1
+    run_starts = np.concatenate(([0], breaks))
+    run_stops = np.concatenate((breaks, [len(row)]))
+    # Leftmost minimum within each run: sort each run's members by (distance, end).
+    run_id = np.repeat(np.arange(len(run_starts)), run_stops - run_starts)
+    order = np.lexsort((end, distance, run_id))
+    best = order[np.searchsorted(run_id[order], np.arange(len(run_starts)))]
+    return row[best], end[best], distance[best], end[run_starts], end[run_stops - 1]
+
+
+def empty_rows(job: SearchJob) -> pd.DataFrame:
+    dtypes = {"record": np.int32, "start": np.int64, "end": np.int64, "pattern": np.int32,
+              "strand": np.int8, "distance": np.int16, "aligned": object, "cigar": object,
+              "first_end": np.int64, "last_end": np.int64}
+    names = ["record", "end", "pattern", "strand", "distance"]
+    if job.reports_start:
+        names.append("start")
+        if job.align:
+            names += ["aligned", "cigar"]
+    if job.joins_runs:
+        names += ["first_end", "last_end"]
+    return pd.DataFrame({n: np.empty(0, dtype=dtypes[n]) for n in names})
