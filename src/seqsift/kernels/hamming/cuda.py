@@ -40,19 +40,13 @@ _SINGLE_BASE = {1: 0, 2: 1, 4: 2, 8: 3}  # mask of one base -> its plane (A, C, 
 
 
 def _run(kernel, grid, block, args, capacity: int, shared_mem: int = 0) -> EndHits:
-    """Launch with hit buffers, grow them and rerun if the hits did not fit."""
-    from ..cuda import compact_hits_buffers
+    """One launch of ``kernel`` with ``args`` and the hit buffers (kernels/cuda.py's shared launch loop)."""
+    from ..cuda import compact_hit_args, launch_end_hits
 
-    while True:
-        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
-        kernel(grid, block, (*args, count, np.uint64(capacity), out_row, out_end, out_dist),
-               shared_mem=shared_mem)
-        found = int(count.get()[0])
-        if found == 0:  # no copies back (a one-pattern search of random text finds none)
-            return EndHits.empty()
-        if found <= capacity:
-            return EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get())
-        capacity = found
+    def launch(hit_buffers, capacity):
+        kernel(grid, block, (*args, *compact_hit_args(hit_buffers, capacity)), shared_mem=shared_mem)
+
+    return launch_end_hits(launch, capacity)
 
 
 def _paper_kernel(name: str, text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
