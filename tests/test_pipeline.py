@@ -21,12 +21,13 @@ from seqsift.engine import stages
 from seqsift.engine.job import SearchJob
 from seqsift.engine.output import HitWriter
 from seqsift.engine.task import STRING_DTYPE, read_chunk, run_task, string_column
-from seqsift.kernels import gather_spans, locate, locate_packed
+from seqsift.kernels import gather_spans, locate_packed
 from seqsift.partitioning import plan_chunks
 from seqsift.patterns import PatternSet
 from seqsift.io.reference import open_reference
 
 from cross_check import optional, require
+from locate_strings import locate
 from test_engine import write_fasta
 
 edlib = optional("edlib")
