@@ -29,6 +29,7 @@ import datetime
 import gzip
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -93,7 +94,9 @@ def direct_kernel_seconds(text, batch, k, repeats):
 
 def direct_instructions_per_char(batch, k, sass, sample=4_000_000):
     """Instructions a lane executes per text character in hamming_direct_*, and how they split."""
-    from seqsift.kernels.hamming.cuda import emulate_direct
+    # The kernel's NumPy emulation lives with the tests that check it against the oracle.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from hamming_direct_emulation import emulate_direct
 
     codes = np.random.default_rng(9).integers(0, 4, sample).astype(np.uint8)
     stats = {}

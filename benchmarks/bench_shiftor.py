@@ -71,19 +71,28 @@ def device_text(n: int, seed: int = 2017):
     return text.astype(cupy.uint8)
 
 
+def kernel_launches(algorithm: str, text, batch, k: int, **knobs) -> list:
+    """The GPU launches of one call of ``algorithm`` (exact-shiftor-scan, edit-wm-scan or
+    edit-wm-segmented) over the whole text, ready to run: the launchers' own, timed here alone."""
+    if algorithm == "edit-wm-segmented":
+        return shiftor.cuda.segmented_launches(text, batch, k, 0, int(text.size), **knobs)
+    kind = {"exact-shiftor-scan": "exact", "edit-wm-scan": "wm"}[algorithm]
+    return shiftor.cuda.scan_launches(kind, text, batch, k, 0, int(text.size), **knobs)
+
+
 def kernel_seconds(algorithm: str, text, batch, k: int, repeats: int, **knobs) -> float:
     """Median seconds of the algorithm's kernel launches over the whole text."""
     from seqsift.kernels.cuda import compact_hits_buffers
 
-    launches = shiftor.cuda.kernel_launches(algorithm, text, batch, k, 0, int(text.size), **knobs)
+    launches = kernel_launches(algorithm, text, batch, k, **knobs)
     capacity = 1 << 22
-    count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+    hit_buffers = compact_hits_buffers(capacity)
 
     def run():
         for launch in launches:
-            launch(count, capacity, out_row, out_end, out_dist)
+            launch(hit_buffers, capacity)
 
-    return event_seconds(run, repeats, before=lambda: count.fill(0))
+    return event_seconds(run, repeats, before=lambda: hit_buffers[0].fill(0))
 
 
 def scan_algorithm(k: int) -> str:

@@ -1,4 +1,4 @@
-"""locate(): start positions and extended CIGARs of hits (kernels/align_cpu.py).
+"""locate_packed(): start positions and extended CIGARs of hits (kernels/align_cpu.py).
 
 For every located hit: the CIGAR must be a valid alignment of the pattern
 against text[start:end] whose edit count is the hit's distance, and (edit
@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqsift.alphabet import NEVER, encode_text
-from seqsift.kernels import align_cpu, edit, hamming, locate
+from seqsift.kernels import align_cpu, edit, hamming
 from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternSet
 
 import oracle
 from cross_check import optional, require
+from locate_strings import locate
 from test_kernels_cpu import letters, mutate
 
 edlib = optional("edlib")
@@ -205,8 +206,8 @@ def test_errors_and_empty():
     with pytest.raises(ValueError):  # window before the text
         locate("hamming", text, batch, np.array([0]), np.array([2]), np.array([0]))
     with pytest.raises(ValueError):
-        align_cpu.locate("levenshtein", text, batch.masks, batch.lengths, np.array([0]),
-                         np.array([4]), np.array([0]))
+        align_cpu.locate_ops("levenshtein", text, batch.masks, batch.lengths, np.array([0]),
+                             np.array([4]), np.array([0]))
 
 
 def test_many_hits_in_one_call():

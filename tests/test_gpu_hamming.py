@@ -2,7 +2,7 @@
 
 hamming-packed has two kernels: hamming_sliced_* from 32 rows on and
 hamming_direct_* below (planes built in registers); both are covered, the
-latter also against its NumPy emulation (hamming_cuda.emulate_direct).
+latter also against its NumPy emulation (tests/hamming_direct_emulation.py).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from seqsift.kernels.hamming import cuda as hamming_cuda
 from seqsift.pattern_set import PatternSet
 
 import oracle
+from hamming_direct_emulation import emulate_direct
 from test_engine import mutate
 
 pytestmark = pytest.mark.gpu
@@ -135,7 +136,7 @@ def check_direct(codes, batch, k, lo, hi, tiles_per_warp=None):
     assert expected == hits_set(oracle.hamming_ends(np.minimum(codes, 4), batch, k, lo, hi))
     assert hits_set(find_ends("hamming-packed", "cuda", codes, batch, k, lo, hi)) == expected
     if tiles_per_warp is not None:
-        emulated = hamming_cuda.emulate_direct(codes, batch, k, lo, hi, tiles_per_warp=tiles_per_warp)
+        emulated = emulate_direct(codes, batch, k, lo, hi, tiles_per_warp=tiles_per_warp)
         assert hits_set(emulated) == expected
     return expected
 

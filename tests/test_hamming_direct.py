@@ -1,6 +1,6 @@
 """hamming-packed's few-row CUDA kernel (hamming_direct_* in hamming.cu), checked on the CPU.
 
-``kernels/hamming/cuda.py``'s ``emulate_direct`` redoes the kernel's arithmetic in NumPy: the
+``tests/hamming_direct_emulation.py``'s ``emulate_direct`` redoes the kernel's arithmetic in NumPy: the
 16-byte pieces each lane loads, the multiply that gathers one code bit of
 eight codes, the byte permutes and shuffles, the tile loaded ahead (only its
 first words after a warp's last tile), the row plans and the bit-sliced
@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 
 from seqsift.alphabet import encode_text
-from seqsift.kernels.hamming.cuda import (
-    PLAN_BEGIN, PLAN_COUNT, PLAN_MASKS, PLAN_OFFSETS, _pack, _tile_codes, direct_row_plans, emulate_direct,
-)
+from seqsift.kernels.hamming.cuda import PLAN_BEGIN, PLAN_COUNT, PLAN_MASKS, PLAN_OFFSETS, direct_row_plans
 from seqsift.pattern_set import PatternSet
 
 import oracle
+from hamming_direct_emulation import emulate_direct, pack_tile, tile_codes
 
 
 def hits_set(hits):
@@ -49,7 +48,7 @@ def test_packing_gathers_every_code_bit_in_text_order():
     codes = rng.choice(np.array([0, 1, 2, 3, 4, 5, 7, 8, 200, 255], np.uint8), 4 * 1024 + 100,
                        p=[0.22, 0.22, 0.22, 0.22, 0.04, 0.02, 0.02, 0.02, 0.01, 0.01])
     tiles = np.arange(4)
-    planes = _pack(_tile_codes(codes, codes.size, 0, tiles, np.zeros(4, bool), 2))
+    planes = pack_tile(tile_codes(codes, codes.size, 0, tiles, np.zeros(4, bool), 2))
     bits = (planes[..., None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)  # (base, tile, lane, j)
     for base in range(4):
         expected = codes[:4 * 1024].reshape(4, 32, 32) == base
@@ -58,7 +57,7 @@ def test_packing_gathers_every_code_bit_in_text_order():
 
 def test_a_tile_without_code_4_skips_the_third_bit():
     codes = np.tile(np.array([0, 1, 2, 3], np.uint8), 512)
-    planes = _pack(_tile_codes(codes, codes.size, 0, np.arange(2), np.zeros(2, bool), 2))
+    planes = pack_tile(tile_codes(codes, codes.size, 0, np.arange(2), np.zeros(2, bool), 2))
     assert np.array_equal(planes[0, 0, 0], np.uint64(0x11111111))
     assert np.array_equal(planes[3, 1, 31], np.uint64(0x88888888))
 

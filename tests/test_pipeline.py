@@ -17,7 +17,7 @@ import pytest
 
 import seqsift
 from seqsift.alphabet import TEXT_CODE_ARRAY, encode_text
-from seqsift.kernels import gather_spans, locate, locate_packed
+from seqsift.kernels import gather_spans, locate_packed
 from seqsift.partitioning import plan_chunks
 from seqsift.pattern_set import PatternSet
 from seqsift.runtime import stages, windows
@@ -29,6 +29,7 @@ from seqsift.searching.task import run_task
 from seqsift.io.reference import open_reference
 
 from cross_check import optional, require
+from locate_strings import locate
 from test_engine import write_fasta
 
 STRING_DTYPE = text_dtype()

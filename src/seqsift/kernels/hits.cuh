@@ -3,7 +3,8 @@
 // A kernel that finds a hit asks the global counter for a slot and writes
 // (row, end, distance) there. The launcher allocates ``capacity`` slots; if
 // the counter ends above it, the launcher reruns the kernel with room for all
-// (kernels/cuda.py, compact_hits_buffers). Hits come out in no order.
+// (kernels/cuda.py: compact_hits_buffers, launch_into_hit_buffers). Hits come
+// out in no order.
 #pragma once
 
 __device__ __forceinline__ void emit(unsigned long long *count, unsigned long long capacity,

@@ -4,9 +4,11 @@ Per strand: ``crispr_pam_candidates`` compacts the PAM matches of the chunk
 on the device; then per group of rows of one length (L <= 32)
 ``crispr_check`` runs one thread per candidate over tiles of 256 rows held in
 shared memory, each row a 128-bit one-hot word (4 bits a base: IUPAC codes
-are several bits). Hits are compacted on the device; a launch whose hits did
-not fit runs again with room for all. Rows longer than 32 bases go to the CPU
-kernel. CuPy is imported inside the functions only.
+are several bits). Candidates and hits are compacted on the device; a launch
+whose output did not fit runs again with room for all (kernels/cuda.py's
+``launch_into_hit_buffers``, with this family's own output arrays). Rows
+longer than 32 bases go to the CPU kernel. CuPy is imported inside the
+functions only.
 """
 from __future__ import annotations
 
@@ -61,20 +63,24 @@ def _device_pam(rows: GuideRows, strand: int):
 
 
 def _candidates(module, text, n: int, pam_device):
+    """Positions where the PAM matches, compacted on the device (kernels/cuda.py's shared launch loop)."""
     import cupy
 
-    capacity = max(1024, n // 8)
-    while True:
-        count = cupy.zeros(1, dtype=cupy.uint64)
-        out = cupy.empty(capacity, dtype=cupy.int64)
-        blocks = min(65_535 * 4, max(1, (n + THREADS - 1) // THREADS))
+    from ..cuda import launch_into_hit_buffers
+
+    blocks = min(65_535 * 4, max(1, (n + THREADS - 1) // THREADS))
+
+    def candidate_buffers(capacity):
+        return cupy.zeros(1, dtype=cupy.uint64), cupy.empty(capacity, dtype=cupy.int64)
+
+    def launch(hit_buffers, capacity):
+        count, out = hit_buffers
         module.get_function("crispr_pam_candidates")(
             (blocks,), (THREADS,), (text, np.int64(n), pam_device, np.int32(len(pam_device)), count, out,
                                     np.uint64(capacity)))
-        found = int(count.get()[0])
-        if found <= capacity:
-            return out[:found]
-        capacity = found
+
+    (candidates,) = launch_into_hit_buffers(launch, max(1024, n // 8), buffers=candidate_buffers)
+    return candidates
 
 
 def find_sites_cuda(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned_lo: int, owned_hi: int) -> SiteHits:
@@ -112,29 +118,42 @@ def find_sites_cuda(text, rows: GuideRows, dna_bulge: int, rna_bulge: int, owned
     return SiteHits(*(np.concatenate([getattr(p, f) for p in parts]) for f in SiteHits.__dataclass_fields__))
 
 
+SITE_COLUMNS = (np.int32, np.int64, np.int32, np.int8, np.int8, np.int16, np.int16)
+"""dtypes of crispr_check's output arrays, in SiteHits' field order (row, start, length, bulge type, size, at,
+mismatches)."""
+
+
+def _site_buffers(capacity: int):
+    """(counter, one device array per SiteHits column) for ``capacity`` sites."""
+    import cupy
+
+    return (cupy.zeros(1, dtype=cupy.uint64), *(cupy.empty(capacity, dtype) for dtype in SITE_COLUMNS))
+
+
 def _check(module, text, n, candidates, rows: GuideRows, length, strand, dna_bulge, rna_bulge,
            owned_lo, owned_hi) -> SiteHits:
+    """crispr_check over the candidates for one strand's rows of one length (kernels/cuda.py's shared launch
+    loop); the sites come back in one copy."""
     import cupy
+
+    from ..cuda import launch_into_hit_buffers
 
     row_ids, low, high, limits, ids = _device_rows(rows, strand, length)
     tiles = (len(row_ids) + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
     blocks = min(4096, max(1, (len(candidates) + THREADS - 1) // THREADS))
-    capacity = INITIAL_CAPACITY
-    while True:
-        count = cupy.zeros(1, dtype=cupy.uint64)
-        out = (cupy.empty(capacity, cupy.int32), cupy.empty(capacity, cupy.int64), cupy.empty(capacity, cupy.int32),
-               cupy.empty(capacity, cupy.int8), cupy.empty(capacity, cupy.int8), cupy.empty(capacity, cupy.int16),
-               cupy.empty(capacity, cupy.int16))
+
+    def launch(hit_buffers, capacity):
+        count, *out = hit_buffers
         module.get_function("crispr_check")(
             (blocks, tiles), (THREADS,),
             (text, np.int64(n), candidates, np.int64(len(candidates)), low, high, limits, ids,
              np.int32(len(row_ids)), np.int32(length), np.int32(rows.pam_length), np.int32(bool(rows.pam_right[strand])),
              np.int32(strand == 1), np.int32(dna_bulge), np.int32(rna_bulge), np.int64(owned_lo), np.int64(owned_hi),
              count, np.uint64(capacity), *out))
-        found = int(count.get()[0])
-        if found <= capacity:
-            return SiteHits(*split_bytes(packed_bytes(out, found, cupy).get(), out, found))
-        capacity = found
+
+    columns = launch_into_hit_buffers(launch, INITIAL_CAPACITY, buffers=_site_buffers)
+    sites = len(columns[0])
+    return SiteHits(*split_bytes(packed_bytes(columns, sites, cupy).get(), columns, sites))
 
 
 def packed_bytes(arrays, count: int, xp):

@@ -35,26 +35,23 @@ def peq_words(masks: np.ndarray, lengths: np.ndarray, words: int) -> np.ndarray:
 
 
 def _launch(function, text_device, rows_peq, lengths, extra_args, rows: int, k: int, max_m: int,
-            owned_lo: int, owned_hi: int):
-    """Launch over the owned range in pieces; return (row, end, distance) device arrays."""
-    from ..cuda import compact_hits_buffers
+            owned_lo: int, owned_hi: int) -> EndHits:
+    """Launch over the owned range in pieces (kernels/cuda.py's shared launch loop); the hits on the host."""
+    from ..cuda import compact_hit_args, launch_end_hits
 
-    capacity = max(1 << 20, 4 * (owned_hi - owned_lo))
-    while True:
-        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
-        piece = SEGMENT * MAX_SEGMENTS
+    piece = SEGMENT * MAX_SEGMENTS
+
+    def launch(hit_buffers, capacity):
         for lo in range(owned_lo, owned_hi, piece):
             hi = min(owned_hi, lo + piece)
             grid = ((rows + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK, (hi - lo + SEGMENT - 1) // SEGMENT)
             function(grid, (ROWS_PER_BLOCK,),
                      (text_device, np.int64(text_device.size), rows_peq, lengths, np.int32(rows), *extra_args,
                       np.int32(k), np.int32(max_m), np.int64(lo), np.int64(hi), np.int64(SEGMENT),
-                      count, np.uint64(capacity), out_row, out_end, out_dist),
+                      *compact_hit_args(hit_buffers, capacity)),
                      shared_mem=SEGMENT + max_m + k + 16)
-        found = int(count.get()[0])
-        if found <= capacity:
-            return out_row[:found], out_end[:found], out_dist[:found]
-        capacity = found  # rare: more hits than slots; run again with room for all
+
+    return launch_end_hits(launch, max(1 << 20, 4 * (owned_hi - owned_lo)))
 
 
 def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
@@ -84,9 +81,9 @@ def myers(text, batch, k: int, owned_lo: int, owned_hi: int) -> EndHits:
             batch.derived, ("edit.peq", kernel_name, cupy.cuda.Device().id),
             lambda: (cupy.asarray(peq_words(batch.masks[selected], sub_lengths, words)), cupy.asarray(sub_lengths)))
         extra = () if one_word else (np.int32(words),)
-        row, end, dist = _launch(module.get_function(kernel_name), text_device, peq, device_lengths,
-                                 extra, int(selected.size), k, int(sub_lengths.max()), lo, hi)
-        parts.append(EndHits(selected[row.get()].astype(np.int32), end.get(), dist.get()))
+        hits = _launch(module.get_function(kernel_name), text_device, peq, device_lengths,
+                       extra, int(selected.size), k, int(sub_lengths.max()), lo, hi)
+        parts.append(EndHits(selected[hits.row].astype(np.int32), hits.end, hits.distance))
     if too_long.size:
         from . import myers_cpu
 

@@ -90,9 +90,10 @@ def _rows_device(masks, lengths, k: int, words: int):
 
 def _launch_group(packed, n_plane, n: int, rows_device, lengths, k: int, lo: int, hi: int,
                   threads: int, wpt: int):
-    """One launch (in pieces of at most 65,535 rows) for rows sharing a block shape.
-    ``rows_device``: the group's ``_rows_device``. Returns (row within the group, end, distance) on the host."""
-    from ..cuda import compact_hits_buffers, load_module
+    """One launch (in pieces of at most 65,535 rows) for rows sharing a block shape (kernels/cuda.py's shared
+    launch loop). ``rows_device``: the group's ``_rows_device``. Returns the hits (rows numbered within the
+    group) on the host."""
+    from ..cuda import compact_hit_args, launch_end_hits, load_module
 
     peq_device, final_device, lengths_device = rows_device
     function = load_module("nfa/nfa.cu").get_function(f"nfa_s{_cpu.slot_bits(k)}_w{wpt}")
@@ -108,22 +109,18 @@ def _launch_group(packed, n_plane, n: int, rows_device, lengths, k: int, lo: int
     segments = max(1, min(-(-resident // rows), span // max(TILE, 4 * overlap)))
     segment_length = -(-span // segments)
     segments = -(-span // segment_length)
-    # Hits are rare for long patterns; a larger count (rows with m <= k hit at
-    # every end) reruns the launch once with room for all.
-    capacity = max(1 << 20, min(rows * span // 8, 1 << 26))
-    while True:
-        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
+    def launch(hit_buffers, capacity):
         for first in range(0, rows, 65_535):
             last = min(rows, first + 65_535)
             function((segments, last - first), (threads,),
                      (packed, n_plane, np.int64(n), peq_device[first:last], final_device[first:last],
                       lengths_device[first:last], np.int32(first), np.int32(k), np.int64(lo), np.int64(hi),
-                      np.int64(segment_length), count, np.uint64(capacity), out_row, out_end, out_dist),
+                      np.int64(segment_length), *compact_hit_args(hit_buffers, capacity)),
                      shared_mem=shared)
-        found = int(count.get()[0])
-        if found <= capacity:
-            return out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()
-        capacity = found  # rare: more hits than slots; run again with room for all
+
+    # Hits are rare for long patterns; a larger count (rows with m <= k hit at
+    # every end) reruns the launch once with room for all.
+    return launch_end_hits(launch, max(1 << 20, min(rows * span // 8, 1 << 26)))
 
 
 def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> EndHits:
@@ -162,7 +159,7 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
             rows_device = uploaded_once(
                 batch.derived, ("nfa.rows", wpt, group_wpt, group_threads, k, cupy.cuda.Device().id),
                 lambda: _rows_device(batch.masks[selected], lengths[selected], k, group_threads * group_wpt))
-            row, end, dist = _launch_group(packed, n_plane, n, rows_device, lengths[selected], k,
-                                           lo, hi, group_threads, group_wpt)
-            parts.append(EndHits(selected[row].astype(np.int32), end, dist))
+            hits = _launch_group(packed, n_plane, n, rows_device, lengths[selected], k,
+                                 lo, hi, group_threads, group_wpt)
+            parts.append(_remap(selected, hits))
     return concat_hits(parts)

@@ -51,7 +51,7 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
     """
     import cupy
 
-    from ..cuda import load_module, uploaded_once
+    from ..cuda import compact_hit_args, load_module, uploaded_once
 
     module = load_module("rowdp/rowdp.cu")
     lengths = np.asarray(batch.lengths, dtype=np.int32)
@@ -59,14 +59,13 @@ def launch_kernels(text_device, batch, k: int, lo: int, hi: int, shuffle: bool, 
     masks, lengths_device = uploaded_once(
         batch.derived, ("rowdp.rows", cupy.cuda.Device().id),
         lambda: (cupy.asarray(np.ascontiguousarray(batch.masks, dtype=np.uint8)), cupy.asarray(lengths)))
-    count, out_row, out_end, out_dist = hit_buffers
-    hit_args = (count, np.uint64(out_row.size), out_row, out_end, out_dist)
+    hit_args = compact_hit_args(hit_buffers, hit_buffers[1].size)
     for r, rows in groups:
         _launch_group(module, text_device, masks, lengths_device, lengths, rows, r, k, lo, hi, shuffle, hit_args)
 
 
 def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int | None) -> EndHits:
-    from ..cuda import compact_hits_buffers, to_device_text
+    from ..cuda import launch_end_hits, to_device_text
 
     lengths = np.asarray(batch.lengths, dtype=np.int32)
     text_device = to_device_text(text)
@@ -78,16 +77,10 @@ def _search_cuda(text, batch, k, owned_lo, owned_hi, shuffle: bool, columns: int
     groups, too_long = tile_groups(lengths, k, columns)
     if groups:
         searched = sum(rows.size for _, rows in groups)
-        capacity = max(1 << 16, min(4, searched) * (hi - lo))
-        while True:
-            buffers = compact_hits_buffers(capacity)
-            launch_kernels(text_device, batch, k, lo, hi, shuffle, groups, buffers)
-            found = int(buffers[0].get()[0])
-            if found <= capacity:
-                break
-            capacity = found  # rare: more hits than slots; run again with room for all
-        _, out_row, out_end, out_dist = buffers
-        parts.append(EndHits(out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()))
+        # launch_kernels reads the capacity from the buffers' size (as bench_rowdp.py calls it).
+        parts.append(launch_end_hits(
+            lambda hit_buffers, capacity: launch_kernels(text_device, batch, k, lo, hi, shuffle, groups, hit_buffers),
+            max(1 << 16, min(4, searched) * (hi - lo))))
     if too_long.size:
         hits = myers_cuda(text_device, subset_rows(batch, too_long), k, lo, hi)
         parts.append(EndHits(too_long[hits.row].astype(np.int32), hits.end, hits.distance))

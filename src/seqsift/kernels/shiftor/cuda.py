@@ -64,44 +64,23 @@ def _segment_grid(kernel, tiles: int, rows: int, group: int = 1) -> int:
     return max(1, -(-tiles // (blocks_per_row * SCAN_WARPS // group)))
 
 
-def _run_compacted(launch, capacity: int):
-    """Call ``launch(count, capacity, out_row, out_end, out_dist)`` until every hit fits."""
-    from ..cuda import compact_hits_buffers
-
-    while True:
-        count, out_row, out_end, out_dist = compact_hits_buffers(capacity)
-        launch(count, capacity, out_row, out_end, out_dist)
-        found = int(count.get()[0])
-        if found <= capacity:
-            return out_row[:found].get(), out_end[:found].get(), out_dist[:found].get()
-        capacity = found  # more hits than slots: run again with room for all
-
-
 def _capacity(span: int, rows: int) -> int:
     """Hit slots of the first run (a second run makes room for all when they overflow)."""
     return int(min(max(span * rows // 256, 1 << 18), 1 << 24))
 
 
 class Launch:
-    """One kernel launch over the rows ``rows`` of a batch: ``launch(count, capacity,
-    out_row, out_end, out_dist)`` appends their hits (rows numbered within ``rows``)."""
+    """The kernel launches over the rows ``rows`` of a batch: ``launch(hit_buffers, capacity)`` queues them,
+    writing their hits (rows numbered within ``rows``) into ``hit_buffers`` (kernels/cuda.py's
+    ``compact_hits_buffers``, ``capacity`` slots); :func:`_run_launches` runs it in the shared launch loop,
+    ``benchmarks/bench_shiftor.py`` times it alone."""
 
     def __init__(self, rows: np.ndarray, run):
         self.rows = rows
         self.run = run
 
-    def __call__(self, count, capacity, out_row, out_end, out_dist):
-        self.run(count, capacity, out_row, out_end, out_dist)
-
-
-def kernel_launches(algorithm: str, text, batch, k: int, owned_lo, owned_hi, **knobs) -> list[Launch]:
-    """The GPU launches of one call of ``algorithm`` (exact-shiftor-scan, edit-wm-scan or
-    edit-wm-segmented), ready to run: the benchmark times them alone, text on the device."""
-    device_text = _device_text(text)
-    if algorithm == "edit-wm-segmented":
-        return _segmented_launches(device_text, batch, k, owned_lo, owned_hi, **knobs)
-    kind = {"exact-shiftor-scan": "exact", "edit-wm-scan": "wm"}[algorithm]
-    return _scan_launches(kind, device_text, batch, k, owned_lo, owned_hi, **knobs)
+    def __call__(self, hit_buffers, capacity: int) -> None:
+        self.run(hit_buffers, capacity)
 
 
 def _prepared(batch, k: int, max_k: int, name: str):
@@ -113,9 +92,9 @@ def _prepared(batch, k: int, max_k: int, name: str):
     return batch.derived(("shiftor.prepare", k, max_k, name), lambda: _prepare(batch, k, max_k, name))
 
 
-def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, alpha: int | None = None,
-                   bits: int | None = None, tiles_per_warp: int | None = None,
-                   unrolled: bool = True, block_scan: bool = False) -> list[Launch]:
+def scan_launches(kind: str, text, batch, k: int, owned_lo, owned_hi, alpha: int | None = None,
+                  bits: int | None = None, tiles_per_warp: int | None = None,
+                  unrolled: bool = True, block_scan: bool = False) -> list[Launch]:
     """exact-shiftor-scan (kind "exact") or edit-wm-scan (kind "wm"): one launch per kernel
     variant (word size, alpha; wildcard or phase 3), rows in grid.y. ``alpha`` None:
     :func:`default_alpha` per row. ``tiles_per_warp`` fixes each warp's segment (tests);
@@ -126,8 +105,9 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
     counts a block's tiles."""
     import cupy
 
-    from ..cuda import load_module
+    from ..cuda import compact_hit_args, load_module
 
+    device_text = _device_text(text)
     name = "exact-shiftor-scan" if kind == "exact" else "edit-wm-scan"
     if block_scan:
         allowed = BLOCK_SCAN_ALPHAS if kind == "exact" else (DEFAULT_ALPHA,)
@@ -176,7 +156,7 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
         warp_tiles = tiles_per_warp or _segment_grid(kernel, tile_hi - tile_lo, group_rows.size, group)
         blocks = -(-(-(-(tile_hi - tile_lo) // warp_tiles)) * group // SCAN_WARPS)
 
-        def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
+        def run(hit_buffers, capacity, kernel=kernel, group_rows=group_rows,
                 tables_device=tables_device, lengths_device=lengths_device, blocks=blocks, warp_tiles=warp_tiles,
                 tile_lo=tile_lo, tile_hi=tile_hi):
             for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
@@ -184,20 +164,21 @@ def _scan_launches(kind: str, device_text, batch, k: int, owned_lo, owned_hi, al
                 kernel(grid, (threads,),
                        (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
                         np.int64(lo), np.int64(hi), np.int64(tile_lo), np.int64(tile_hi), np.int64(warp_tiles),
-                        count, np.uint64(capacity), out_row, out_end, out_dist),
+                        *compact_hit_args(hit_buffers, capacity)),
                        shared_mem=TABLE_BYTES)
 
         launches.append(Launch(group_rows, run))
     return launches
 
 
-def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: int = 1,
-                        segment: int | None = None) -> list[Launch]:
+def segmented_launches(text, batch, k: int, owned_lo, owned_hi, alpha: int = 1,
+                       segment: int | None = None) -> list[Launch]:
     """edit-wm-segmented: one launch per word size; ``segment`` characters per thread."""
     import cupy
 
-    from ..cuda import load_module
+    from ..cuda import compact_hit_args, load_module
 
+    device_text = _device_text(text)
     _check_alpha(alpha, SEGMENTED_ALPHAS, "edit-wm-segmented")
     lengths, tables, rows = _prepared(batch, k, SEGMENTED_K_MAX, "edit-wm-segmented")
     if segment is None:
@@ -219,24 +200,26 @@ def _segmented_launches(device_text, batch, k: int, owned_lo, owned_hi, alpha: i
         tables_device = cupy.asarray(tables[group_rows])
         lengths_device = cupy.asarray(lengths[group_rows])
 
-        def run(count, capacity, out_row, out_end, out_dist, kernel=kernel, group_rows=group_rows,
+        def run(hit_buffers, capacity, kernel=kernel, group_rows=group_rows,
                 tables_device=tables_device, lengths_device=lengths_device):
             for row_offset in range(0, group_rows.size, ROWS_PER_LAUNCH):
                 grid = (blocks, min(ROWS_PER_LAUNCH, group_rows.size - row_offset))
                 kernel(grid, (SEGMENTED_THREADS,),
                        (device_text, np.int64(n), tables_device, lengths_device, np.int32(row_offset), np.int32(k),
-                        np.int64(lo), np.int64(hi), np.int64(segment), count, np.uint64(capacity),
-                        out_row, out_end, out_dist))
+                        np.int64(lo), np.int64(hi), np.int64(segment), *compact_hit_args(hit_buffers, capacity)))
 
         launches.append(Launch(group_rows, run))
     return launches
 
 
 def _run_launches(launches: list[Launch], span: int) -> EndHits:
+    """Each launch in kernels/cuda.py's shared launch loop; the hits with the batch's row numbers."""
+    from ..cuda import launch_end_hits
+
     parts = []
     for launch in launches:
-        row, end, dist = _run_compacted(launch, _capacity(span, launch.rows.size))
-        parts.append(EndHits(launch.rows[row].astype(np.int32), end, dist))
+        hits = launch_end_hits(launch, _capacity(span, launch.rows.size))
+        parts.append(EndHits(launch.rows[hits.row].astype(np.int32), hits.end, hits.distance))
     return concat_hits(parts)
 
 
@@ -244,9 +227,8 @@ def exact_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = N
                     bits: int | None = None, tiles_per_warp: int | None = None,
                     block_scan: bool = False) -> EndHits:
     """exact-shiftor-scan on the GPU (shiftor.cu, ``exact_w{32,64}_a{alpha}_{wildcard,phase3}[_block]``)."""
-    device_text = _device_text(text)
-    launches = _scan_launches("exact", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
-                              block_scan=block_scan)
+    launches = scan_launches("exact", text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
+                             block_scan=block_scan)
     return _run_launches(launches, owned_hi - owned_lo)
 
 
@@ -254,15 +236,13 @@ def wm_scan_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int | None = None
                  bits: int | None = None, tiles_per_warp: int | None = None, unrolled: bool = True,
                  block_scan: bool = False) -> EndHits:
     """edit-wm-scan on the GPU (shiftor.cu, ``wm_scan_w{32,64}_a{alpha}_{wildcard,phase3}[_k{k}|_block]``)."""
-    device_text = _device_text(text)
-    launches = _scan_launches("wm", device_text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
-                              unrolled, block_scan)
+    launches = scan_launches("wm", text, batch, k, owned_lo, owned_hi, alpha, bits, tiles_per_warp,
+                             unrolled, block_scan)
     return _run_launches(launches, owned_hi - owned_lo)
 
 
 def segmented_cuda(text, batch, k, owned_lo, owned_hi, *, alpha: int = 1, segment: int | None = None) -> EndHits:
     """edit-wm-segmented on the GPU: GBPR (alpha = 1, 8 characters per thread) or
     the tiled GBPR (alpha > 1, 16 * alpha characters per thread by default)."""
-    device_text = _device_text(text)
-    launches = _segmented_launches(device_text, batch, k, owned_lo, owned_hi, alpha, segment)
+    launches = segmented_launches(text, batch, k, owned_lo, owned_hi, alpha, segment)
     return _run_launches(launches, owned_hi - owned_lo)
