@@ -1,7 +1,10 @@
 """Shared fixtures: the real-data folder, a Dask LocalCluster, GPU skipping."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,13 @@ import pytest
 # process and its children look for a server at a path where none listens (test_server.py starts its
 # servers at sockets of their own).
 os.environ["SEQSIFT_SERVER_SOCKET"] = os.path.join(os.path.dirname(__file__), ".no-seqsift-server.sock")
+
+# Nor may the tests write into the user's own cache (~/.cache/seqsift, or $SEQSIFT_CACHE): genome caches,
+# indexes and tables go to a folder of the test session's, removed at its end. Tests of the cache's own
+# rules set their own folder on top of this one.
+_TEST_CACHE = tempfile.mkdtemp(prefix="seqsift-test-cache-")
+os.environ["SEQSIFT_CACHE"] = _TEST_CACHE
+atexit.register(shutil.rmtree, _TEST_CACHE, ignore_errors=True)
 
 
 def data_dir() -> Path | None:

@@ -61,7 +61,7 @@ def test_gpu_worker_window_stays_on_the_device(tmp_path, monkeypatch):
     import cupy
 
     from seqsift.runtime import windows
-from seqsift.searching import task
+    from seqsift.searching import task
     from seqsift.partitioning import plan_chunks
 
     rng = random.Random(1)

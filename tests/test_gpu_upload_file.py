@@ -50,7 +50,7 @@ def test_file_range_upload_equals_cpu_encoding_across_staging_buffers(tmp_path):
 @pytest.mark.parametrize("need_raw", [False, True])
 def test_cached_windows_reach_the_device_from_the_file(tmp_path, private_cache, monkeypatch, need_raw):
     from seqsift.runtime import windows
-from seqsift.searching import task
+    from seqsift.searching import task
     from seqsift.kernels import cuda as kernels_cuda
 
     rng = random.Random(4)

@@ -9,7 +9,7 @@
 * a window in the genome cache: ``Reference.cached_range`` names the bytes
   ``read`` returns (record boundaries, the last record), and
   ``io.genome_cache.read_file_into`` reads them into a buffer;
-* ``engine.windows.read_chunk`` on a GPU worker hands the upload a file range
+* ``runtime.windows.read_chunk`` on a GPU worker hands the upload a file range
   for a cached window and the array for one that is not (the upload is
   replaced by a host stand-in: no GPU here; tests/test_gpu_pipeline.py runs
   the real one);
@@ -17,7 +17,7 @@
   and its lexsort paths;
 * the task threads' pinned staging buffers come from one allocation, made
   ahead by ``prepare_device`` or by the first upload, never twice;
-* ``engine._prepare_worker`` readies the device and loads the locating
+* ``searching._prepare_worker`` readies the device and loads the locating
   kernels only while the job still reads its reference.
 """
 from __future__ import annotations
@@ -236,7 +236,7 @@ def test_gpu_window_of_the_cache_is_uploaded_from_the_file(cached_reference, hos
                                                            record, start, end):
     from seqsift.alphabet import encode_text
     from seqsift.runtime import windows
-from seqsift.searching import task
+    from seqsift.searching import task
 
     reference, records = cached_reference
     window = windows.read_chunk(reference, Chunk(record, start, start, end), need_raw=need_raw, on_device=True)
@@ -250,7 +250,7 @@ def test_gpu_window_without_the_cache_is_uploaded_from_the_array(cached_referenc
     import dataclasses
 
     from seqsift.alphabet import encode_text
-    from seqsift.searching import task
+    from seqsift.runtime import windows
 
     reference, records = cached_reference
     plain = dataclasses.replace(reference, genome_path=None, record_starts=None, genome_identity=None)

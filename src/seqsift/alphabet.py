@@ -107,3 +107,32 @@ def reverse_complement_mask_rows(rows: np.ndarray, lengths: np.ndarray) -> np.nd
     valid = positions < lengths[:, None]
     mirrored = np.take_along_axis(rows, np.where(valid, lengths[:, None] - 1 - positions, 0), axis=1)
     return np.where(valid, _COMPLEMENT_MASK[mirrored], np.uint8(0))
+
+
+_NUCLEOTIDE_LETTERS = np.zeros(256, dtype=bool)
+for _letter in "ACGTUNacgtun":
+    _NUCLEOTIDE_LETTERS[ord(_letter)] = True
+_LETTERS = np.zeros(256, dtype=bool)
+_LETTERS[ord("A"):ord("Z") + 1] = True
+_LETTERS[ord("a"):ord("z") + 1] = True
+
+
+def mostly_not_nucleotides(data: np.ndarray, offsets: np.ndarray) -> int | None:
+    """The first record (``data[offsets[k]:offsets[k + 1]]``) whose letters are mostly not A, C, G, T, U or N
+    (case-insensitive), or None.
+
+    This tells protein from DNA: ambiguity codes are rare in real DNA, while
+    14 of the 20 amino-acid letters are IUPAC nucleotide codes too, so "mostly
+    not IUPAC" would let protein through; A, C, G, T and N make up about a
+    quarter of a protein's letters. Records without letters pass.
+    """
+    data = np.asarray(data, dtype=np.uint8)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if data.size == 0 or len(offsets) < 2:
+        return None
+    starts = np.minimum(offsets[:-1], data.size - 1)
+    nucleotides = np.add.reduceat(_NUCLEOTIDE_LETTERS[data].astype(np.int64), starts)
+    letters = np.add.reduceat(_LETTERS[data].astype(np.int64), starts)
+    empty = offsets[1:] == offsets[:-1]
+    bad = np.flatnonzero(~empty & (letters > 0) & (2 * nucleotides < letters))
+    return int(bad[0]) if bad.size else None

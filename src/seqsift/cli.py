@@ -86,6 +86,12 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     add_crispr_parser(commands)
     for add_command in extra_commands:
         add_command(commands)
+    c = commands.add_parser("cache", help="list or clear seqsift's cache (genome caches of the references used)",
+                            description="List what seqsift's cache folder holds, with sizes, or remove the "
+                                        "cached references (rebuilt when next used; measured tables are kept).")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--list", action="store_true", help="each cached reference with its size, and the total")
+    what.add_argument("--clear", action="store_true", help="remove the cached references")
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
@@ -97,6 +103,12 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
                    help="a small grid on short texts (a smoke test): writes only its report, not the table")
     b.add_argument("--no-save-table", action="store_true", help="do not change the table auto uses")
     return parser
+
+
+def cmd_cache(args) -> int:
+    from .cache import clear_cache, list_cache
+
+    return list_cache(sys.stdout) if args.list else clear_cache(sys.stdout)
 
 
 def cmd_bench(args) -> int:
@@ -165,7 +177,8 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
         args = build_parser(extra_commands).parse_args(argv)
     except SystemExit as exit_request:  # --help, --version, or a one-line usage error
         return exit_request.code
-    handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench}.get(args.command) or args.handler
+    handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench,
+               "cache": cmd_cache}.get(args.command) or args.handler
     try:
         return handler(args)
     except InputError as err:

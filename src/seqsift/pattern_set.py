@@ -1,7 +1,7 @@
 """Pattern sets as the user gives them, and pattern batches as kernels see them.
 
 A :class:`PatternSet` is the job's patterns in input order (names and
-sequences). Kernels never see it: the engine cuts it into batches and orients
+sequences). Kernels never see it: a job cuts it into batches and orients
 each batch into a :class:`PatternBatch`, one *row* per (pattern, strand), the
 ``-`` rows holding the reverse complement. A kernel therefore never knows about
 strands: it searches every row against the forward text.

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InputError, note
 from ..io.patterns import read_patterns
-from ..io.reference import open_reference
+from ..io.reference import open_reference, refuse_protein
 from ..kernels.crispr import CUDA_MAX_GUIDE
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.clients import JobClient, backend_for
@@ -96,6 +96,8 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
         job_client.start_ahead(backend)
         files = reference_files(str(reference), origin) if os.path.isdir(str(reference)) else [reference]
         references = tuple(open_reference(path) for path in files)
+        for opened in references:
+            refuse_protein(opened)
         backend = backend_for(backend, client)
         if backend == "cuda" and int(guide_set.lengths.max()) > CUDA_MAX_GUIDE:
             note(f"guides longer than {CUDA_MAX_GUIDE} bases run on the CPU kernel inside the GPU workers")

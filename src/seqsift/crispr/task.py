@@ -29,7 +29,7 @@ from ..partitioning import ChunkGroup, default_chunk_size, plan_chunks
 from ..pattern_set import PatternSet
 from ..runtime.job import Plan
 from ..runtime.order import sort_rows as sort_by_columns
-from ..runtime.store import reference_fingerprint, sequences_sha256
+from ..runtime.job import reference_fingerprint, sequences_sha256
 from .scores import cfd_scores, mit_scores, scores_defined
 
 DEFAULT_GUIDE_BATCH = {"cpu": 512, "cuda": 8192}
@@ -119,7 +119,7 @@ class CrisprJob:
     def rows(self, guide_range: range) -> GuideRows:
         """The oriented rows of ``guide_range``, built once per job object and range.
 
-        The job reaches a worker once and its tasks share it (engine.shared), so
+        The job reaches a worker once and its tasks share it (runtime.shared), so
         every chunk and task of a guide range gets the same GuideRows object: the
         CUDA launcher keeps the rows' device words on it (kernels/crispr/cuda.py).
         Task threads ask at once; the Memo builds it once.
@@ -443,7 +443,7 @@ def _insert_gap(rows: np.ndarray, at: np.ndarray, size: int, fill: int, out: np.
 
 def _arrow_strings(matrices: list[np.ndarray]):
     """The rows of uint8 matrices, one matrix after another, as one Arrow large_string array
-    (engine.task.arrow_strings: the matrices' bytes are its buffer)."""
+    (runtime.columns.arrow_strings: the matrices' bytes are its buffer)."""
     widths = np.concatenate([np.full(len(m), m.shape[1], dtype=np.int64) for m in matrices])
     offsets = np.zeros(len(widths) + 1, dtype=np.int64)
     np.cumsum(widths, out=offsets[1:])

@@ -36,6 +36,7 @@ message names the file and line (or list item, or command-line position).
 from __future__ import annotations
 
 import os
+import sys
 import re
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -168,7 +169,7 @@ def patterns_from_arguments(argument: str | None, sequences: list[str], *, alpha
         raise InputError("no patterns: give a PATTERNS file or sequences, or --pattern SEQ")
     on_command_line = list(sequences)
     if argument is not None:
-        if _names_a_file(argument):
+        if argument == STANDARD_INPUT or _names_a_file(argument):
             if on_command_line:
                 raise InputError("give patterns either as a file or on the command line, not both")
             return argument
@@ -275,10 +276,32 @@ def _from_pairs(pairs: Iterable, what: str, alphabet: str, origin) -> PatternSet
 # Files
 # --------------------------------------------------------------------------
 
+STANDARD_INPUT = "-"
+"""PATTERNS (and GUIDES) ``-``: read the patterns from standard input, in any format a file may have."""
+
+
 def _read_pattern_file(path, alphabet: str) -> PatternSet:
     display = os.fspath(path)
-    lines = _file_lines(Path(os.path.expanduser(display)), display)
+    if display == STANDARD_INPUT:
+        return _patterns_of_lines(_text_lines(_standard_input_bytes(), "standard input"), "standard input",
+                                  alphabet)
+    return _patterns_of_lines(_file_lines(Path(os.path.expanduser(display)), display), display, alphabet)
 
+
+def _standard_input_bytes() -> bytes:
+    """Everything on standard input (gzip decompressed)."""
+    import gzip
+
+    data = sys.stdin.buffer.read()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as err:
+            raise InputError(f"standard input: gzip data that cannot be read ({err})") from None
+    return data
+
+
+def _patterns_of_lines(lines: list[str], display: str, alphabet: str) -> PatternSet:
     # Numbered lines that carry content: not blank, not a '#' comment.
     content = [(n, line) for n, line in enumerate(lines, start=1)
                if line.strip() and not line.lstrip().startswith("#")]
@@ -306,7 +329,11 @@ def _file_lines(path: Path, display: str) -> list[str]:
     if _LOOKS_LIKE_SEQUENCES.fullmatch(display):
         hint = (" (to search for that sequence itself, pass it in a list, e.g. "
                 f"read_patterns([{display!r}]), or on the command line)")
-    data = file_bytes(path, "a pattern file", hint)
+    return _text_lines(file_bytes(path, "a pattern file", hint), display)
+
+
+def _text_lines(data: bytes, display: str) -> list[str]:
+    """The text lines of a pattern file's bytes, or an InputError saying why they are not text."""
     if b"\x00" in data:
         raise InputError(f"{display}: looks like binary data, not a text file of patterns")
     try:

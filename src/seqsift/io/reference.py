@@ -69,12 +69,13 @@ from typing import IO, Iterator
 
 import numpy as np
 
+from ..alphabet import mostly_not_nucleotides
 from ..cache import cache_directory
 from ..errors import InputError, note, quote, reading
 from . import decompress, fasta_scan
 from .genome_cache import CacheWriter, GenomeCache, build_lock, source_fingerprint
 
-__all__ = ["Reference", "open_reference", "cache_directory", "NORMALISED_LINE_WIDTH"]
+__all__ = ["Reference", "open_reference", "refuse_protein", "cache_directory", "NORMALISED_LINE_WIDTH"]
 
 NORMALISED_LINE_WIDTH = 60
 """Bases per line in the copies seqsift writes of ragged FASTA files."""
@@ -88,7 +89,7 @@ _WHITESPACE = b" \t\r\n\v\f"
 
 
 # --------------------------------------------------------------------------
-# The Reference object handed to the engine and to Dask workers
+# The Reference object handed to the jobs and to Dask workers
 # --------------------------------------------------------------------------
 
 @dataclass(eq=False)
@@ -317,13 +318,37 @@ def open_reference(path: str | os.PathLike) -> Reference:
         existing = _fresh_index(target, target_kind, cache, check=True)
         if existing is not None:
             names, columns = _read_fai(existing[0], display)
-            return Reference(path=str(target), display_name=display, names=names, lengths=columns[0],
-                             fai_path=str(existing[0]), gzi_path=_optional_str(existing[1]),
-                             bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2],
-                             line_bytes=columns[3])
+            reference = Reference(path=str(target), display_name=display, names=names, lengths=columns[0],
+                                  fai_path=str(existing[0]), gzi_path=_optional_str(existing[1]),
+                                  bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2],
+                                  line_bytes=columns[3])
+            return reference
     if genome is None:
         return _read_once(source, kind, display, cache, fingerprint)
     return _from_cache(genome, source, kind, display, cache)
+
+
+SAMPLED_RECORDS = 256
+SAMPLED_BASES = 4096
+
+
+def refuse_protein(reference: Reference) -> None:
+    """InputError naming the file and record if a record looks like protein, not DNA.
+
+    Checked on up to ``SAMPLED_RECORDS`` records spread over the file, the
+    first ``SAMPLED_BASES`` bases of each (alphabet.mostly_not_nucleotides):
+    a protein FASTA fails on its first record, at the cost of a few reads.
+    """
+    count = len(reference.names)
+    chosen = np.unique(np.linspace(0, count - 1, min(count, SAMPLED_RECORDS)).astype(np.int64))
+    pieces = [reference.read_view(int(i), 0, min(int(reference.lengths[i]), SAMPLED_BASES)) for i in chosen]
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in pieces], out=offsets[1:])
+    bad = mostly_not_nucleotides(np.concatenate(pieces) if pieces else np.empty(0, np.uint8), offsets)
+    if bad is not None:
+        name = reference.names[int(chosen[bad])]
+        raise InputError(f"{reference.display_name}: record {quote(name)} looks like protein, not DNA (most of "
+                         f"its letters are not A, C, G, T, U or N); seqsift searches nucleotide sequences")
 
 
 def _optional_str(path: Path | None) -> str | None:

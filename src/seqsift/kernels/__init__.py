@@ -22,7 +22,7 @@ names each kernel ``"<family>:<launcher>"`` (tests/test_registry.py resolves
 them all). Shared pieces: ``driver.py`` (the CPU launchers' parallel tasks),
 ``threads.py`` (a worker's Numba thread share), ``cuda.py`` and ``hits.cuh``
 (the CuPy backend), ``align_cpu.py`` (starts and CIGARs), ``planner.py`` (what
-``auto`` runs). The engine only calls :func:`find_ends`, by algorithm name,
+``auto`` runs). The jobs only call :func:`find_ends`, by algorithm name,
 and :func:`locate_packed`.
 """
 from __future__ import annotations

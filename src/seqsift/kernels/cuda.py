@@ -128,7 +128,7 @@ def prepare_device() -> None:
     CuPy's import, the process's CUDA context on the current device, the
     task threads' pinned staging buffers and the encoding kernel took the
     first task of a fresh CLI process 0.6-1.2 s on the H100 host
-    (benchmarks/README.md). The engine calls this on the thread that starts
+    (benchmarks/README.md). The search job calls this on the thread that starts
     a job's in-process cluster, while the job reads its reference: on a first
     run (the file indexed and cached) or from gzip, that reading is longer
     than all of this. Calling it again costs nothing.
@@ -175,7 +175,7 @@ _uploader = _Uploader()
 class _WindowSlabs:
     """Device arrays for the windows, cut from slabs of SLAB_BYTES (one per device, filled front to back).
 
-    A worker keeps every window it uploaded on the device (engine.task's
+    A worker keeps every window it uploaded on the device (runtime.windows'
     device cache), so each new window needed fresh device memory: a
     ``cudaMalloc``, which waits for the work queued on the device (implicit
     synchronization), i.e. for the other task thread's search. In the H100

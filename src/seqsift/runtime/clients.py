@@ -76,10 +76,18 @@ class JobClient:
         self._ahead: Connection | None = None
         self.backend: str | None = None
 
+    def ahead_backend(self, backend: str) -> str | None:
+        """"cuda" when the job's cluster will live in this process (one GPU, no scheduler, no given
+        client), so that it can start while the inputs are read; else None."""
+        if self.client is None and backend in ("auto", "cuda") and starts_in_process("cuda", **self.options):
+            return "cuda"
+        return None
+
     def start_ahead(self, backend: str, prepare: Callable[[], None] | None = None) -> None:
         """Start the job's cluster now when it lives in this process (module docstring)."""
-        if self.client is None and backend in ("auto", "cuda") and starts_in_process("cuda", **self.options):
-            self._ahead = Connection("cuda", ahead=True, prepare=prepare, **self.options)
+        ahead = self.ahead_backend(backend)
+        if ahead is not None:
+            self._ahead = Connection(ahead, ahead=True, prepare=prepare, **self.options)
 
     def discard(self) -> None:
         """Shut down a cluster started ahead that no job ran on."""

@@ -33,7 +33,9 @@ whose class fills in:
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 if TYPE_CHECKING:  # the runtime's face imports no pandas: `seqsift --help` loads none of the job stack
@@ -99,3 +101,24 @@ class Job(Protocol):
     def collector(self, plan: Plan, spill_rows: int) -> Collector: ...
 
     def writer(self, output) -> Writer: ...
+
+
+# -- what fingerprints are made of ---------------------------------------------------------
+
+def reference_fingerprint(reference) -> dict:
+    """The reference file as saved tasks must find it again: its path, size and mtime."""
+    source = Path(getattr(reference, "path", ""))
+    stat = source.stat() if source.is_file() else None
+    return {
+        "reference": str(source.resolve()) if stat else str(source),
+        "reference_size": stat.st_size if stat else None,
+        "reference_mtime_ns": stat.st_mtime_ns if stat else None,
+    }
+
+
+def sequences_sha256(named_sequences) -> str:
+    """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are."""
+    digest = hashlib.sha256()
+    for fields in named_sequences:
+        digest.update(("\t".join(str(f) for f in fields) + "\n").encode())
+    return digest.hexdigest()

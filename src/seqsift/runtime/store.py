@@ -66,25 +66,6 @@ SAVE_QUEUE = 4
 """Tasks handed to the saver thread that may wait for it; past this, ``save_soon`` waits (memory stays bounded)."""
 
 
-def reference_fingerprint(reference) -> dict:
-    """The reference file as saved tasks must find it again: its path, size and mtime."""
-    source = Path(getattr(reference, "path", ""))
-    stat = source.stat() if source.is_file() else None
-    return {
-        "reference": str(source.resolve()) if stat else str(source),
-        "reference_size": stat.st_size if stat else None,
-        "reference_mtime_ns": stat.st_mtime_ns if stat else None,
-    }
-
-
-def sequences_sha256(named_sequences) -> str:
-    """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are."""
-    digest = hashlib.sha256()
-    for fields in named_sequences:
-        digest.update(("\t".join(str(f) for f in fields) + "\n").encode())
-    return digest.hexdigest()
-
-
 def fingerprint_digest(fingerprint: dict) -> str:
     return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
 

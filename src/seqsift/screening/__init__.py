@@ -9,8 +9,19 @@
   runtime (``seqsift.runtime``, as search and crispr are);
 * ``cli.py``: the ``seqsift screen`` subcommand.
 """
-from .inputs import SequenceSet, read_sequences
-from .planning import pad_length, plan_tasks
-from .run import screen
-
 __all__ = ["screen", "read_sequences", "SequenceSet", "plan_tasks", "pad_length"]
+
+_FROM = {"screen": ".run", "read_sequences": ".inputs", "SequenceSet": ".inputs", "plan_tasks": ".planning",
+         "pad_length": ".planning"}
+
+
+def __getattr__(name: str):
+    """The package's face, imported on first use: ``seqsift screen --help`` (cli.py imports this
+    package's cli.py) loads no kernels, NumPy or pandas."""
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(_FROM[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..alphabet import encode_text
+from ..alphabet import encode_text, mostly_not_nucleotides
 from ..errors import InputError, quote
 from ..io.records import read_records
 
@@ -143,6 +143,10 @@ def _read_file(path) -> SequenceSet:
     sequences = SequenceSet(names=records.names, codes=encode_text(records.sequences), offsets=records.offsets,
                             source=display, lines=records.header_lines)
     _check_letters(sequences, records.sequences)
+    protein = mostly_not_nucleotides(np.frombuffer(records.sequences, dtype=np.uint8), records.offsets)
+    if protein is not None:
+        raise InputError(f"{display}: {sequences.where(protein)} looks like protein, not DNA (most of its letters "
+                         f"are not A, C, G, T, U or N); seqsift screens nucleotide sequences")
     return sequences
 
 

@@ -19,7 +19,7 @@ from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
 from ..kernels.threads import use_worker_share
 from ..runtime.job import Plan
-from ..runtime.store import sequences_sha256
+from ..runtime.job import sequences_sha256
 from .planning import CELLS_PER_TASK, CODE_BYTES_PER_TASK, PairTask, plan_tasks
 
 ALIGNMENT_COLUMNS = ["query_start", "query_end", "target_start", "target_end", "cigar"]

@@ -15,7 +15,7 @@ from .. import kernels
 from ..errors import InputError, note
 from ..io.patterns import ALPHABETS, read_patterns, validate_patterns_for_job
 from ..pattern_set import STRAND_CHOICES, PatternSet
-from ..io.reference import open_reference
+from ..io.reference import open_reference, refuse_protein
 from ..runtime import stages
 from ..runtime.clients import JobClient, backend_for, resolve_backend  # noqa: F401  (the package's face)
 from ..runtime.run import JobRun
@@ -117,6 +117,8 @@ def _job_from_inputs(reference, patterns, *, k, metric, strand, mode, algorithm,
     the patterns read and checked against it, the algorithm chosen."""
     with stages.timed("open"):
         ref = open_reference(reference)
+    if alphabet == "dna":
+        refuse_protein(ref)
     pattern_set = patterns if isinstance(patterns, PatternSet) else read_patterns(patterns, alphabet=alphabet)
     if pattern_set.alphabet != alphabet:
         raise InputError(f"the patterns were read for alphabet {pattern_set.alphabet}, not {alphabet}")

@@ -17,7 +17,7 @@ from ..partitioning import default_chunk_size, halo_for, plan_chunks
 from ..io.patterns import shortest_hit_lengths
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.job import Plan
-from ..runtime.store import reference_fingerprint, sequences_sha256
+from ..runtime.job import reference_fingerprint, sequences_sha256
 
 MODES = ("best", "ends")
 DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}

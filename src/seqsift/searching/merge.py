@@ -1,7 +1,7 @@
 """The client side of a search: task results in reference order -> sorted rows.
 
 :class:`OrderedMerger` takes each chunk group's rows in group order (the
-engine buffers groups that finish early) and emits rows in output order,
+runtime holds groups that finish early) and emits rows in output order,
 (record, start, pattern, strand, end) in ``best`` mode or (record, end,
 pattern, strand) in ``ends`` mode, holding back only what a later chunk could
 still precede:

@@ -1,7 +1,7 @@
 """The worker side of a search: one task = one chunk group x one pattern range.
 
 ``run_task`` reads each chunk's window from the reference, encodes it, calls
-the job's kernel through :func:`seqsift.kernels.find_ends` (the engine knows
+the job's kernel through :func:`seqsift.kernels.find_ends` (the search knows
 no kernel's inside), and turns the kernel's ends into hit rows:
 
 * Hamming: one row per hit, start = end - m.
@@ -57,7 +57,7 @@ def warm_up_locate(metric: str) -> None:
     loading overlaps that task's upload and search (started only once the
     window was on the device, a Hamming job's first locates waited for it:
     7.2 s instead of 6.9 s for 1,000 guides over 3.1 Gbp). A job that reads
-    its reference first starts it then (engine._prepare_worker). The text is
+    its reference first starts it then (searching._prepare_worker). The text is
     read-only raw bytes as in the real calls, since Numba loads one version
     per argument type.
     """

@@ -17,7 +17,7 @@ and returns the int32 SW score of every pair (DESIGN.md: linear gap, max over
 the DP matrix, never below 0). Padding is harmless: a padded position
 mismatches everything, so no cell through it can beat the cells it came from.
 The score is symmetric in x and y; the kernels run fastest with the shorter
-sequence as x (the paper's m <= n), which is how the screen engine calls them.
+sequence as x (the paper's m <= n), which is how the screen job calls them.
 
 Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGORITHMS``):
 
