@@ -123,6 +123,11 @@ class Scoring:
         for name, value in values[2:]:
             if value < 0:
                 raise ValueError(f"{name} penalty must be 0 or more (it is subtracted), not {value}")
+        if self.affine and self.gap_open < self.gap_extend:
+            # With O < E a long gap would score better as several gaps of one: "a gap of length L
+            # scores -(O + (L-1) E)" would no longer be what the DP maximises (parasail refuses it too).
+            raise ValueError(f"gap open penalty ({self.gap_open}) must be at least the gap extend penalty "
+                             f"({self.gap_extend})")
 
 
 def _linear_only(scoring: Scoring, algorithm: str) -> None:
