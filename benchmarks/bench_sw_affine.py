@@ -113,11 +113,11 @@ def parasail_scores(xs, ys, scoring, function, processes=16):
     values = (scoring.match, scoring.mismatch, scoring.gap, scoring.gap_open, scoring.gap_extend)
     step = -(-len(xs) // processes)
     chunks = [(xs[a:a + step], ys[a:a + step], values, function) for a in range(0, len(xs), step)]
-    began = time.perf_counter()
     with ProcessPoolExecutor(processes) as pool:
+        list(pool.map(_parasail_chunk, [(a[:1], b[:1], v, f) for a, b, v, f in chunks]))   # workers started
         parts = list(pool.map(_parasail_chunk, chunks))
-    wall = time.perf_counter() - began
-    return np.array([s for part, _ in parts for s in part]), wall
+    # the slowest worker's own compute time: process start-up and transfers left out
+    return np.array([s for part, _ in parts for s in part]), max(t for _, t in parts)
 
 
 def texts(codes):
@@ -142,7 +142,10 @@ def run_gasal2(binary, xs, ys, scoring, workdir: Path, timeout: float, print_sco
     wall = time.perf_counter() - began
     found = re.search(r"Total execution time \(in milliseconds\): ([0-9.]+)", out.stderr)
     total = float(found.group(1)) / 1e3 if found else None
-    scores = [int(v) for v in re.findall(r"score=(-?\d+)", out.stdout)] if print_scores else None
+    scores = None
+    if print_scores:
+        found_scores = {int(q): int(v) for q, v in re.findall(r"query_name=q(\d+)\s.*?score=(-?\d+)", out.stdout)}
+        scores = [found_scores.get(i, -1) for i in range(len(xs))]
     if out.returncode != 0:
         log("GASAL2 failed:", out.returncode, out.stderr[-2000:])
     return total, wall, scores
@@ -262,17 +265,22 @@ def main():
             records.append(record(name + " (host to host)", f"{workload}, {scoring.describe()}, pair_scores from "
                                   f"host codes to host scores", cells / seconds, seconds))
 
+    if "table" in sections:   # seqsift bench's screen part: the rows auto uses (planner.plan_sw)
+        from seqsift.bench import run_sw_bench
+
+        sw_records, rows = run_sw_bench("cuda", log=log)
+        (args.out / "sw_table_rows.json").write_text(json.dumps({"device": device, "rows": rows,
+                                                                 "records": sw_records}, indent=1) + "\n")
+
     if "threshold" in sections:
         try:
-            codes = np.concatenate([x.reshape(-1), y.reshape(-1)])
-            starts = np.concatenate([np.arange(pairs) * M, pairs * M + np.arange(pairs) * N]).astype(np.int64)
-            lengths = np.concatenate([np.full(pairs, M), np.full(pairs, N)]).astype(np.int64)
-            sw.base_counts(codes[:1000], starts[:1], np.array([10]))   # compiles
-            began = time.perf_counter()
-            counts = sw.base_counts(codes, starts, lengths)
-            bound = sw.composition_bound(counts[:pairs], counts[pairs:], LINEAR)
-            t_filter = time.perf_counter() - began
-            keep = np.flatnonzero(bound >= THRESHOLD)
+            def device_bound():
+                xc = cupy.stack([(xd == b).sum(axis=1, dtype=cupy.int32) for b in range(4)], axis=1)
+                yc = cupy.stack([(yd == b).sum(axis=1, dtype=cupy.int32) for b in range(4)], axis=1)
+                return LINEAR.match * cupy.minimum(xc, yc).sum(axis=1)
+            out_b = {}
+            t_filter = cuda_time(lambda: out_b.__setitem__("b", device_bound()), args.repeats)
+            keep = np.flatnonzero(out_b["b"].get() >= THRESHOLD)
             ysh = sw_cuda.y_shifts(yd, N)
             out = {}
             keep_d = cupy.asarray(keep)
@@ -282,7 +290,7 @@ def main():
             passing = int((out["s"].get() >= THRESHOLD).sum())
             total = t_filter + t_dp
             records.append(record("sw-dpx (threshold)", f"{workload}, {LINEAR.describe()}, T={THRESHOLD}: "
-                                  f"composition filter kept {keep.size:,} pairs ({t_filter * 1e3:.1f} ms, host), "
+                                  f"composition filter kept {keep.size:,} pairs ({t_filter * 1e3:.1f} ms, device), "
                                   f"then sw-dpx; {passing:,} pairs pass", cells / total, total,
                                   filter_s=t_filter, dp_s=t_dp, kept=int(keep.size), passing=passing))
         except Exception as err:  # noqa: BLE001
@@ -323,8 +331,18 @@ def main():
                 _, _, g_scores = run_gasal2(args.gasal2, xs[:small], ys[:small], AFFINE, Path(tmp), 120, True)
                 ours = sw.pair_scores("sw-dpx-affine", "cuda", x[:small], y[:small], AFFINE)
                 if g_scores:
-                    diff = int((np.array(g_scores[:small]) != ours[:len(g_scores)]).sum())
-                    log(f"GASAL2 scores: {len(g_scores)} printed, {diff} differ from seqsift")
+                    g = np.array(g_scores[:small])
+                    diff = int((g != ours).sum())
+                    log(f"GASAL2 scores: {int((g >= 0).sum())} printed, {diff} differ from seqsift "
+                        f"(first: {list(zip(g[:6].tolist(), ours[:6].tolist()))})")
+                    for go in range(2, 9):   # which convention do its scores follow?
+                        for ge in (1, 2, 3):
+                            if go >= ge:
+                                alt = sw.pair_scores("sw-dpx-affine", "cuda", x[:small], y[:small],
+                                                     sw.Scoring(AFFINE.match, AFFINE.mismatch, gap_open=go,
+                                                                gap_extend=ge))
+                                if int((alt == g).sum()) > small // 2:
+                                    log(f"  GASAL2 agrees with seqsift O={go}, E={ge} on {int((alt == g).sum())}")
                 total, wall, _ = run_gasal2(args.gasal2, xs, ys, AFFINE, Path(tmp), args.gasal2_timeout, False)
             began = time.perf_counter()
             sw.pair_scores("sw-dpx-affine", "cuda", x[:k], y[:k], AFFINE)

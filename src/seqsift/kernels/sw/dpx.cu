@@ -181,15 +181,21 @@ __device__ __forceinline__ void dpx_body(const unsigned char *__restrict__ x, co
                 }
                 const int j = t - k;
                 if (j >= 0 && j < n) {
-                    u32 diag = diag_in;
                     u32 gup = upY + C2 - GO;   // W (linear) or A (affine) of the row above: Z - O, Z = Y + c2
                     u32 fc = upF;
                     u32 z = BASE;
                     u32 zprev = BASE;
+                    // The diagonal terms first, from the rows' values of column j - 1: then each Y[r] is
+                    // dead once read and the new one takes its register (written the other way round, the
+                    // old and new Y of a row were live together and cost a register move per cell).
+                    u32 P[DPX_ROWS];
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
-                        const u32 s = dpx_prmt(ta, tb, sel[r]);
-                        const u32 p = dpx_addmax(diag, s, BASE);
+                        P[r] = dpx_addmax(r == 0 ? diag_in : Y[r - 1], dpx_prmt(ta, tb, sel[r]), BASE);
+                    }
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        const u32 p = P[r];
                         if (AFFINE) {
                             EC[r] = dpx_addmax(EC[r], NGE, G[r]);
                             fc = dpx_addmax(fc, NGE, gup);
@@ -197,7 +203,6 @@ __device__ __forceinline__ void dpx_body(const unsigned char *__restrict__ x, co
                         } else {
                             z = dpx_max3(p, gup, G[r]);
                         }
-                        diag = Y[r];
                         Y[r] = z - C2;
                         G[r] = z - GO;
                         gup = G[r];
