@@ -25,7 +25,17 @@ Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGO
   64 pairs per word (sw_cpu.py: Numba; sw.cu: CUDA, one thread per DP row,
   anti-diagonal sweep with warp shuffles);
 * ``sw-wordwise``: one pair per thread (CUDA) or loop iteration (CPU), the
-  conventional kernel the paper compares with.
+  conventional kernel the paper compares with;
+* ``sw-gotoh`` (issue 26): Gotoh's affine-gap DP, one pair per thread, 32-bit
+  cells: the reference of affine gaps, and the fall-back of the 16-bit kernels;
+* ``sw-dpx`` and ``sw-dpx-affine`` (dpx.cu): Hopper's DPX instructions on two
+  pairs per register in 16-bit lanes, query rows in registers, a warp-shuffle
+  pipeline along the target; pairs that may saturate a lane are rescored by
+  sw-gotoh. Their CPU paths run the same lane arithmetic (cpu.dpx_lanes).
+
+Scoring may be affine (``Scoring(gap_open=O, gap_extend=E)``: a gap of length
+L scores -(O + (L - 1) E), parasail's convention); sw-bpbc, sw-wordwise and
+sw-dpx score linear gaps only and refuse it.
 
 :func:`pairs_reaching` answers "score >= T?" for every pair; sw-bpbc does it
 with a flag kernel that keeps one bit per pair instead of its running maximum
