@@ -30,7 +30,7 @@ m = 128, n = 1,024 ... 65,536, c1 = 2, c2 = 1, gap = 1. For each n:
   core through a process pool, on a subset of the pairs.
 
 All GPU variants must give identical scores; a sample is checked against
-parasail. Writes ``sw_gpu.json`` (DESIGN.md's shape) and ``sw_gpu.png``, and
+parasail. Writes ``sw_gpu_issue9.json`` (DESIGN.md's shape) and ``sw_gpu_issue9.png``, and
 prints the tables.
 """
 from __future__ import annotations
@@ -369,9 +369,9 @@ def main() -> None:
     result = {"device": device, "date": datetime.date.today().isoformat(), "commit": commit or "unknown",
               "records": records}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sw_gpu.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
+    (args.out / "sw_gpu_issue9.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
     roofs = {r["algorithm"]: r["roof"] for r in records if r.get("roof")}
-    plot(table, pairs, args.out / "sw_gpu.png", device, cores, roofs)
+    plot(table, pairs, args.out / "sw_gpu_issue9.png", device, cores, roofs)
 
 
 def cells_paper(n: int) -> float:

@@ -188,3 +188,68 @@ def cigar_errors(cigar: str, masks_row, segment, match: np.ndarray = MATCH) -> i
         raise ValueError(f"{cigar!r} covers {i} pattern / {j} text characters, "
                          f"not {len(masks_row)} / {len(segment)}")
     return errors
+
+
+# --------------------------------------------------------------------------
+# Smith-Waterman with affine gaps (issue 26): plain Python, strings in, no
+# code shared with seqsift. A gap of length L scores -(gap_open + (L - 1)
+# gap_extend) (parasail's convention); linear gaps are gap_open = gap_extend.
+# Letters other than A, C, G, T (upper or lower case) mismatch everything.
+# --------------------------------------------------------------------------
+
+def _base_equal(a: str, b: str) -> bool:
+    return a.upper() == b.upper() and a.upper() in "ACGT"
+
+
+def sw_affine_score(x: str, y: str, match: int, mismatch: int, gap_open: int, gap_extend: int) -> int:
+    """Best local alignment score by Gotoh's recurrences, with -infinity written out."""
+    neg = float("-inf")
+    m, n = len(x), len(y)
+    H = [[0] * (n + 1) for _ in range(m + 1)]
+    E = [[neg] * (n + 1) for _ in range(m + 1)]   # ends with a target base against a gap
+    F = [[neg] * (n + 1) for _ in range(m + 1)]   # ends with a query base against a gap
+    best = 0
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            E[i][j] = max(E[i][j - 1] - gap_extend, H[i][j - 1] - gap_open)
+            F[i][j] = max(F[i - 1][j] - gap_extend, H[i - 1][j] - gap_open)
+            w = match if _base_equal(x[i - 1], y[j - 1]) else -mismatch
+            H[i][j] = max(0, H[i - 1][j - 1] + w, E[i][j], F[i][j])
+            best = max(best, H[i][j])
+    return int(best)
+
+
+def sw_alignment_score(x: str, y: str, coords, cigar: str, match: int, mismatch: int, gap_open: int,
+                       gap_extend: int) -> int:
+    """Score of a reported local alignment, checked against its sequences.
+
+    coords = (query start, query end, target start, target end), 0-based half
+    open; cigar of =, X, I (query base only), D (target base only). Raises
+    AssertionError if an = pairs unequal bases, an X equal ones, or the CIGAR
+    does not consume exactly the two spans.
+    """
+    qs, qe, ts, te = (int(c) for c in coords)
+    assert 0 <= qs <= qe <= len(x) and 0 <= ts <= te <= len(y), coords
+    if cigar == "*":
+        assert qs == qe and ts == te
+        return 0
+    i, j, score = qs, ts, 0
+    for length, op in re.findall(r"(\d+)([=XID])", cigar):
+        length = int(length)
+        assert length > 0
+        if op in "=X":
+            for _ in range(length):
+                equal = _base_equal(x[i], y[j])
+                assert equal == (op == "="), (cigar, i, j)
+                score += match if equal else -mismatch
+                i += 1
+                j += 1
+        else:
+            score -= gap_open + (length - 1) * gap_extend
+            if op == "I":
+                i += length
+            else:
+                j += length
+    assert "".join(re.findall(r"\d+[=XID]", cigar)) == cigar, cigar
+    assert (i, j) == (qe, te), (cigar, coords)
+    return score

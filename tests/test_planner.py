@@ -100,10 +100,15 @@ def test_bench_full_run_saves_the_table_auto_uses(own_cache, tmp_path, monkeypat
     """A full run (its grid shrunk to the quick one here, for time) saves the table, and auto reads it."""
     monkeypatch.setattr("seqsift.bench.GRID", QUICK_GRID)
     monkeypatch.setattr("seqsift.bench.WORK", {"cpu": 2e6, "cuda": 1e9})
+    monkeypatch.setattr("seqsift.bench.SW_GRID", [(32, 256)])
+    monkeypatch.setattr("seqsift.bench.SW_CELLS", {"cpu": 3e5, "cuda": 1e9})
     run_bench("cpu", tmp_path / "bench", log=lambda line: None)
-    shapes = {(r["metric"], r["m"], r["k"], r["patterns"]) for r in json.loads(
-        user_table_path("cpu").read_text())["measurements"]}
+    saved = json.loads(user_table_path("cpu").read_text())["measurements"]
+    shapes = {(r["metric"], r["m"], r["k"], r["patterns"]) for r in saved if r["metric"] != "sw"}
     assert shapes == set(QUICK_GRID)
+    # the screen job's kernels, per length bucket and gap model (planner.plan_sw)
+    assert {(r["m"], r["n"], r["gaps"]) for r in saved if r["metric"] == "sw"} == {(32, 256, "linear"),
+                                                                                   (32, 256, "affine")}
     _load.cache_clear()
     assert "algorithm_table-cpu.json" in kernels.choose_algorithm("edit", "cpu", m_max=12, k=2)[1]
 

@@ -200,6 +200,9 @@ def run_bench(backend: str, out: Path, quick: bool = False, save_table: bool = T
             measurements.append({"backend": backend, "metric": metric, "m": m, "k": k, "patterns": count,
                                  "algorithm": name, "pattern_positions_per_s": rate})
     records += crispr_records(backend, rng, QUICK_CRISPR_GUIDES if quick else CRISPR_GUIDES, work, repeats, log)
+    sw_records, sw_measurements = run_sw_bench(backend, quick, log)
+    records += sw_records
+    measurements += sw_measurements
     result = {"device": device_name(backend), "date": datetime.date.today().isoformat(), "commit": source_commit(),
               "backend": backend, "memory_copy_bytes_per_s": roof, "records": records}
     out.mkdir(parents=True, exist_ok=True)
@@ -302,7 +305,71 @@ def markdown(result: dict) -> str:
         fraction = f"{r['roof_fraction']:.1%}" if r["roof_fraction"] is not None else ""
         lines.append(f"| `{r['algorithm']}` | {r['workload']} | {r['value']:.3g} | {fraction} | "
                      f"{r['paper_value'] or ''} |")
+    sw_rows = [r for r in result["records"] if r["quantity"] == "cell_updates"]
+    if sw_rows:
+        lines += ["", "Smith-Waterman screening (cell updates per second, pairs x m x n / time):", "",
+                  "| algorithm | workload | cells/s |", "|---|---|---|"]
+        lines += [f"| `{r['algorithm']}` | {r['workload']} | {r['value']:.3g} |" for r in sw_rows]
     return "\n".join(lines + crispr_markdown(result["records"])) + "\n"
+
+
+# --------------------------------------------------------------------------
+# The screen job's kernels (metric "sw"): cells per second per length bucket
+# --------------------------------------------------------------------------
+
+SW_GRID = [(32, 256), (128, 1024), (128, 8192), (150, 2048), (512, 4096)]
+"""(m, n) buckets measured: m the shorter sequence of a pair, n the longer."""
+SW_QUICK_GRID = [(32, 256), (128, 1024)]
+SW_CELLS = {"cpu": 3e7, "cuda": 2e11}
+"""DP cells per measured call (pairs = cells / (m n)), per backend."""
+SW_SCORINGS = {"linear": (2, 1, 1, None, None), "affine": (2, 3, 1, 5, 2)}
+
+
+def run_sw_bench(backend: str, quick: bool = False, log=print) -> tuple[list, list]:
+    """Time every screening algorithm at each (m, n) bucket, for linear and affine gaps, on random pairs
+    already on the device: (records in DESIGN.md's shape, rows of the algorithm table for
+    ``planner.plan_sw``)."""
+    from .kernels import sw
+
+    rng = np.random.default_rng(2026)
+    records, rows = [], []
+    grid = SW_QUICK_GRID if quick else SW_GRID
+    cells = SW_CELLS[backend] / (100 if quick else 1)
+    for m, n in grid:
+        pairs = max(64, int(cells / (m * n)) // 64 * 64)
+        x = rng.integers(0, 4, (pairs, m), dtype=np.uint8)
+        y = rng.integers(0, 4, (pairs, n), dtype=np.uint8)
+        if backend == "cuda":
+            import cupy
+
+            x, y = cupy.asarray(x), cupy.asarray(y)
+        for gaps, values in SW_SCORINGS.items():
+            scoring = sw.Scoring(*values)
+            for name in sw.sw_algorithms():
+                if gaps == "affine" and not kernels.ALGORITHMS[name].affine_gaps:
+                    continue
+                seconds = _time_sw(name, backend, x, y, scoring, 1 if quick else 3)
+                rate = pairs * m * n / seconds
+                workload = f"{pairs:,} random pairs of {m} x {n}, {gaps} gaps ({scoring.describe()})"
+                log(f"{name:20s} {workload:70s} {rate:10.3g} cells/s")
+                records.append({"algorithm": name, "workload": workload, "quantity": "cell_updates", "value": rate,
+                                "roof_fraction": None, "paper_value": None, "time_s": seconds})
+                rows.append({"backend": backend, "metric": "sw", "m": m, "n": n, "gaps": gaps, "algorithm": name,
+                             "cells_per_s": rate})
+    return records, rows
+
+
+def _time_sw(name: str, backend: str, x, y, scoring, repeats: int) -> float:
+    """Median seconds of one pair_scores call (scores back on the host) after a warm-up call."""
+    from .kernels import sw
+
+    sw.pair_scores(name, backend, x[:64], y[:64], scoring)   # compiles
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        sw.pair_scores(name, backend, x, y, scoring)
+        times.append(time.perf_counter() - began)
+    return float(np.median(times))
 
 
 def plot(result: dict, path: Path) -> None:

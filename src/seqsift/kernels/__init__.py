@@ -83,6 +83,7 @@ class Algorithm:
     max_k: int | None = None  # largest k it handles (None: any below m)
     alphabets: tuple[str, ...] = ("dna",)  # "bytes": also raw byte text (--alphabet bytes)
     threshold_backends: dict[str, str] | None = None  # screen: backend -> its flag kernel ("score >= T?")
+    affine_gaps: bool = False  # screen: its kernels also score affine gaps (gap open != gap extend)
 
     def serves(self, metric: str) -> bool:
         return metric == self.metric if isinstance(self.metric, str) else metric in self.metric
@@ -188,6 +189,26 @@ ALGORITHMS: dict[str, Algorithm] = {
             "sw-wordwise", "sw",
             {"cpu": "sw:wordwise_cpu", "cuda": "sw:wordwise_cuda"},
             "conventional Smith-Waterman, one pair per thread (the paper's wordwise baseline)",
+        ),
+        # Beyond the paper (issue 26): affine gaps (Gotoh) and Hopper's DPX instructions (sw/dpx.cu).
+        Algorithm(
+            "sw-gotoh", "sw",
+            {"cpu": "sw:gotoh_cpu", "cuda": "sw:gotoh_cuda"},
+            "Gotoh's affine-gap Smith-Waterman, one pair per thread, 32-bit cells (linear gaps as O = E)",
+            affine_gaps=True,
+        ),
+        Algorithm(
+            "sw-dpx", "sw",
+            {"cpu": "sw:dpx_cpu", "cuda": "sw:dpx_cuda"},
+            "linear-gap Smith-Waterman on DPX instructions: two pairs per register in 16-bit lanes, query rows "
+            "in registers, a warp-shuffle pipeline along the target; saturating pairs rescored by sw-gotoh",
+        ),
+        Algorithm(
+            "sw-dpx-affine", "sw",
+            {"cpu": "sw:dpx_affine_cpu", "cuda": "sw:dpx_affine_cuda"},
+            "affine-gap (Gotoh) Smith-Waterman on DPX instructions, 16-bit lanes as sw-dpx; saturating pairs "
+            "rescored by sw-gotoh",
+            affine_gaps=True,
         ),
         # CRISPR off-target sites, PAM candidates first (the crispr job's kernels; call shape:
         # kernels/crispr/__init__.py).

@@ -99,3 +99,30 @@ def plan(metric: str, backend: str, m_max: int, k: int, patterns: int, admits) -
                   f"|log2(m/{best['m']})| + |k-{best['k']}|/2 + |log10(patterns/{best['patterns']})| = "
                   f"{m_term:.2f} + {k_term:.2f} + {count_term:.2f} = {nearest:.2f}, the smallest of "
                   f"{len({(r['m'], r['k'], r['patterns']) for r in rows})} measured shapes")
+
+
+# --------------------------------------------------------------------------
+# The screen job (metric "sw"): rows {"backend", "metric": "sw", "m", "n", "gaps": "linear" | "affine",
+# "algorithm", "cells_per_s"} written by ``seqsift bench`` (bench.run_sw_bench), one per measured
+# length bucket (m: the shorter sequence, n: the longer) and algorithm.
+# --------------------------------------------------------------------------
+
+def _sw_distance(point: dict, m: int, n: int) -> float:
+    return abs(math.log2(max(point["m"], 1) / max(m, 1))) + abs(math.log2(max(point["n"], 1) / max(n, 1)))
+
+
+def plan_sw(backend: str, m: int, n: int, affine: bool, admits) -> Choice | None:
+    """The measured-fastest admissible screening algorithm for pairs of padded lengths m <= n, from the
+    nearest measured (m, n) bucket of the same gap model; None without such measurements."""
+    table, source = measurements(backend)
+    gaps = "affine" if affine else "linear"
+    rows = [r for r in table if r.get("backend") == backend and r.get("metric") == "sw"
+            and r.get("gaps") == gaps and admits(r["algorithm"])]
+    if not rows:
+        return None
+    nearest = min(_sw_distance(r, m, n) for r in rows)
+    candidates = [r for r in rows if _sw_distance(r, m, n) == nearest]
+    best = max(candidates, key=lambda r: r["cells_per_s"])
+    return Choice(best["algorithm"],
+                  f"{best['algorithm']}: fastest measured for {gaps} gaps at m={best['m']}, n={best['n']} "
+                  f"({best['cells_per_s']:.3g} cells/s; {source}), the nearest bucket to m={m}, n={n}")

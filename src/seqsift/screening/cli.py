@@ -4,7 +4,8 @@
 ``cmd_screen(args)`` runs it.
 
     seqsift screen QUERIES TARGETS [--threshold T] [-o hits.tsv] [--all-vs-all]
-                   [--match 2 --mismatch 1 --gap 1] [--no-align] [run options]
+                   [--match 2 --mismatch 1 --gap 1 | --gap-open O --gap-extend E]
+                   [--no-align] [run options]
 
 Output: TSV (a ``#`` header line) on standard output or in the ``-o`` file,
 or Parquet for ``-o x.parquet``. Without --threshold: every pair's
@@ -28,8 +29,10 @@ def add_screen_parser(subcommands) -> argparse.ArgumentParser:
     s = subcommands.add_parser(
         "screen", help="score sequence pairs by Smith-Waterman (local alignment)",
         description="Score pairs of sequences (record k of QUERIES with record k of TARGETS, or every query "
-                    "with every target) by Smith-Waterman with linear gaps: +match for equal bases, -mismatch "
-                    "otherwise (N and other non-ACGT letters always mismatch), -gap per gap position. Print "
+                    "with every target) by Smith-Waterman: +match for equal bases, -mismatch "
+                    "otherwise (N and other non-ACGT letters always mismatch), -gap per gap position (linear "
+                    "gaps), or with --gap-open O --gap-extend E affine gaps: a gap of length L scores "
+                    "-(O + (L-1) E), as parasail counts. Print "
                     "every pair's score, or with --threshold the pairs scoring at least T and their alignment.")
     s.add_argument("queries", metavar="QUERIES", help="FASTA or FASTQ file (plain or gzip)")
     s.add_argument("targets", metavar="TARGETS", help="FASTA or FASTQ file (plain or gzip)")
@@ -41,6 +44,10 @@ def add_screen_parser(subcommands) -> argparse.ArgumentParser:
     s.add_argument("--match", type=whole_number, default=2, help="score of equal bases, c1 (default 2)")
     s.add_argument("--mismatch", type=whole_number, default=1, help="penalty of unequal bases, c2 (default 1)")
     s.add_argument("--gap", type=whole_number, default=1, help="penalty per gap position, g (default 1)")
+    s.add_argument("--gap-open", type=whole_number, metavar="O",
+                   help="affine gaps: penalty of a gap's first position (with --gap-extend; replaces --gap)")
+    s.add_argument("--gap-extend", type=whole_number, metavar="E",
+                   help="affine gaps: penalty of each further gap position (with --gap-open)")
     s.add_argument("--strand", choices=["+", "-", "both"], default="+",
                    help="score each query as given (+, the default), its reverse complement (-), or the better "
                         "of the two (both: reads from either strand); - and both add a strand column")
@@ -52,7 +59,9 @@ def add_screen_parser(subcommands) -> argparse.ArgumentParser:
     add_run_options(s)
     for action in s._actions:  # the shared options are worded for search
         if action.dest == "algorithm":
-            action.help = "auto (default), sw-bpbc (bit-sliced, 32/64 pairs per word) or sw-wordwise"
+            action.help = ("auto (default: per length bucket, from seqsift bench), sw-bpbc (bit-sliced, 32/64 "
+                           "pairs per word), sw-wordwise, sw-dpx (16-bit DPX lanes); also for affine gaps: "
+                           "sw-gotoh, sw-dpx-affine")
         elif action.dest in {dest for dest, _ in _SEARCH_ONLY}:
             action.help = argparse.SUPPRESS
     s.set_defaults(handler=cmd_screen)
@@ -65,8 +74,11 @@ def cmd_screen(args) -> int:
     for dest, flag in _SEARCH_ONLY:
         if getattr(args, dest, None) is not None:
             raise InputError(f"{flag} is a search option; screen splits its work by --batch-pairs")
+    if (args.gap_open is None) != (args.gap_extend is None):
+        raise InputError("affine gaps need both --gap-open and --gap-extend")
     screen(args.queries, args.targets, threshold=args.threshold, match=args.match, mismatch=args.mismatch,
-           gap=args.gap, all_vs_all=args.all_vs_all, align=not args.no_align, output=args.output or "-",
-           algorithm=args.algorithm, word_bits=args.word_bits, batch_pairs=args.batch_pairs, verbose=args.verbose,
-           strand=args.strand, resume=args.resume, wait_for_lock=args.wait_for_lock, **run_options(args))
+           gap=args.gap, gap_open=args.gap_open, gap_extend=args.gap_extend, all_vs_all=args.all_vs_all,
+           align=not args.no_align, output=args.output or "-", algorithm=args.algorithm, word_bits=args.word_bits,
+           batch_pairs=args.batch_pairs, verbose=args.verbose, strand=args.strand, resume=args.resume,
+           wait_for_lock=args.wait_for_lock, **run_options(args))
     return 0

@@ -49,7 +49,8 @@ STRANDS = ("+", "-", "both")
 
 
 def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mismatch: int = 1, gap: int = 1,
-           all_vs_all: bool = False, align: bool = True, output=None, algorithm: str = "auto",
+           gap_open: int | None = None, gap_extend: int | None = None, all_vs_all: bool = False,
+           align: bool = True, output=None, algorithm: str = "auto",
            backend: str = "auto", word_bits: int | None = None, client=None, workers: int | None = None,
            gpus=None, scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            batch_pairs: int | None = None, progress: bool = False, verbose: bool = False, strand: str = "+",
@@ -65,11 +66,17 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
                       (``align``) computed on the host
     match, mismatch, gap   c1, c2, g: +c1 for equal bases, -c2 otherwise
                       (N and non-ACGT characters always), -g per gap position
+    gap_open, gap_extend   affine gaps instead (give both): a gap of length
+                      L scores -(gap_open + (L - 1) gap_extend), parasail's
+                      convention; gap is then ignored (equal values: linear)
     output            None: return the result; a path (.tsv, .parquet) or "-"
                       (TSV on stdout): write rows there (atomically) and
                       return the number of rows written
-    algorithm         "auto", "sw-bpbc" (bit-sliced, Nishimura et al.) or
-                      "sw-wordwise"; word_bits 32 or 64 pairs per word (bpbc)
+    algorithm         "auto" (per length bucket, from ``seqsift bench``'s
+                      measurements), "sw-bpbc" (bit-sliced, Nishimura et al.),
+                      "sw-wordwise", "sw-dpx" (16-bit DPX lanes), or for
+                      affine gaps too "sw-gotoh" and "sw-dpx-affine";
+                      word_bits 32 or 64 pairs per word (bpbc)
     backend           "auto" (cuda when a GPU is visible), "cuda" or "cpu"
     client            a distributed.Client; otherwise one is started or joined
                       (``workers``, ``gpus``, ``scheduler``, ``scheduler_file``)
@@ -94,7 +101,7 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
     holds the better strand's score); an alignment on "-" is of the query's
     reverse complement, its query_start/query_end on the query as given.
     """
-    scoring = Scoring(match, mismatch, gap)
+    scoring = Scoring(match, mismatch, gap, gap_open, gap_extend)
     try:
         scoring.check()
     except ValueError as err:
@@ -124,11 +131,11 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
         _check_score_range(query_set, target_set, all_vs_all, scoring)
         backend = backend_for(backend, client)
         try:
-            chosen = sw_kernels.choose_sw_algorithm(backend, algorithm)
+            chosen = "auto" if algorithm == "auto" else sw_kernels.choose_sw_algorithm(backend, algorithm, scoring)
         except ValueError as err:
             raise InputError(str(err)) from None
         if verbose:
-            note(f"screening with {chosen} on {backend} (match {match}, mismatch {mismatch}, gap {gap})")
+            note(f"screening with {chosen} on {backend} ({scoring.describe()})")
         oriented_queries, oriented_targets = orient(query_set, target_set, all_vs_all, strand)
         job = ScreenJob(sequences=_on_workers(oriented_queries, oriented_targets), algorithm=chosen, backend=backend,
                         scoring=scoring, threshold=threshold, align=bool(align) and threshold is not None,

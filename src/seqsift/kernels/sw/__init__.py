@@ -25,7 +25,17 @@ Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGO
   64 pairs per word (sw_cpu.py: Numba; sw.cu: CUDA, one thread per DP row,
   anti-diagonal sweep with warp shuffles);
 * ``sw-wordwise``: one pair per thread (CUDA) or loop iteration (CPU), the
-  conventional kernel the paper compares with.
+  conventional kernel the paper compares with;
+* ``sw-gotoh`` (issue 26): Gotoh's affine-gap DP, one pair per thread, 32-bit
+  cells: the reference of affine gaps, and the fall-back of the 16-bit kernels;
+* ``sw-dpx`` and ``sw-dpx-affine`` (dpx.cu): Hopper's DPX instructions on two
+  pairs per register in 16-bit lanes, query rows in registers, a warp-shuffle
+  pipeline along the target; pairs that may saturate a lane are rescored by
+  sw-gotoh. Their CPU paths run the same lane arithmetic (cpu.dpx_lanes).
+
+Scoring may be affine (``Scoring(gap_open=O, gap_extend=E)``: a gap of length
+L scores -(O + (L - 1) E), parasail's convention); sw-bpbc, sw-wordwise and
+sw-dpx score linear gaps only and refuse it.
 
 :func:`pairs_reaching` answers "score >= T?" for every pair; sw-bpbc does it
 with a flag kernel that keeps one bit per pair instead of its running maximum
@@ -43,8 +53,8 @@ from .. import ALGORITHMS, resolve_kernel
 from . import cpu as sw_cpu
 from .cpu import gather_rows  # the screen job pads its pairs' codes with it
 
-__all__ = ["Scoring", "sw_algorithms", "score_bits", "reach_bits", "pair_scores", "pairs_reaching", "align",
-           "GPU_SCORE_WIDTHS", "gather_rows"]
+__all__ = ["Scoring", "sw_algorithms", "affine_algorithms", "score_bits", "reach_bits", "pair_scores",
+           "pairs_reaching", "align", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS", "gather_rows"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
@@ -64,23 +74,76 @@ THREADS = 256
 
 @dataclass(frozen=True)
 class Scoring:
-    """Linear-gap SW scores: +match for equal bases, -mismatch otherwise, -gap per gap position."""
+    """SW scores: +match for equal bases, -mismatch otherwise, and gaps.
+
+    Linear gaps (the default): -gap per gap position. Affine gaps: give
+    ``gap_open`` O and ``gap_extend`` E; a gap of length L then scores
+    -(O + (L - 1) E), parasail's convention (its ``open``/``extend``), and
+    ``gap`` is ignored. O = E is the linear form and is stored as such
+    (``Scoring(2, 1, 3) == Scoring(2, 1, gap_open=3, gap_extend=3)``).
+    """
 
     match: int = 2
     mismatch: int = 1
     gap: int = 1
+    gap_open: int | None = None
+    gap_extend: int | None = None
+
+    def __post_init__(self):
+        go, ge = self.gap_open, self.gap_extend
+        if (isinstance(go, (int, np.integer)) and isinstance(ge, (int, np.integer)) and not isinstance(go, bool)
+                and not isinstance(ge, bool) and go == ge):
+            object.__setattr__(self, "gap", int(go))
+            object.__setattr__(self, "gap_open", None)
+            object.__setattr__(self, "gap_extend", None)
+
+    @property
+    def affine(self) -> bool:
+        """Whether gaps are affine (O != E); linear-only kernels refuse such scoring."""
+        return self.gap_open is not None or self.gap_extend is not None
+
+    @property
+    def open(self) -> int:
+        """O: the score subtracted for a gap's first position (g for linear gaps)."""
+        return int(self.gap if self.gap_open is None else self.gap_open)
+
+    @property
+    def extend(self) -> int:
+        """E: the score subtracted for each further gap position (g for linear gaps)."""
+        return int(self.gap if self.gap_extend is None else self.gap_extend)
+
+    def describe(self) -> str:
+        gaps = f"gap open {self.open}, extend {self.extend}" if self.affine else f"gap {self.gap}"
+        return f"match {self.match}, mismatch {self.mismatch}, {gaps}"
 
     def check(self) -> None:
         """ValueError (one line) unless every value is a whole number, match >= 1, the others >= 0."""
-        for name, value in (("match", self.match), ("mismatch", self.mismatch), ("gap", self.gap)):
+        values = [("match", self.match), ("mismatch", self.mismatch), ("gap", self.gap)]
+        if self.affine:
+            if self.gap_open is None or self.gap_extend is None:
+                raise ValueError("affine gaps need both a gap open and a gap extend penalty")
+            values += [("gap open", self.gap_open), ("gap extend", self.gap_extend)]
+        for name, value in values:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise ValueError(f"{name} score must be a whole number, not {value!r}")
         if self.match < 1:
             raise ValueError(f"match score must be at least 1 (it is added for equal bases), not {self.match}")
         if self.mismatch < 0:
             raise ValueError(f"mismatch penalty must be 0 or more (it is subtracted), not {self.mismatch}")
-        if self.gap < 0:
-            raise ValueError(f"gap penalty must be 0 or more (it is subtracted), not {self.gap}")
+        for name, value in values[2:]:
+            if value < 0:
+                raise ValueError(f"{name} penalty must be 0 or more (it is subtracted), not {value}")
+        if self.affine and self.gap_open < self.gap_extend:
+            # With O < E a long gap would score better as several gaps of one: "a gap of length L
+            # scores -(O + (L-1) E)" would no longer be what the DP maximises (parasail refuses it too).
+            raise ValueError(f"gap open penalty ({self.gap_open}) must be at least the gap extend penalty "
+                             f"({self.gap_extend})")
+
+
+def _linear_only(scoring: Scoring, algorithm: str) -> None:
+    if scoring.affine:
+        raise ValueError(f"{algorithm} scores linear gaps only; for affine gaps use "
+                         f"{', '.join(affine_algorithms())} (or auto)")
 
 
 def score_bits(scoring: Scoring, min_length: int) -> int:
@@ -103,7 +166,7 @@ def reach_bits(scoring: Scoring, threshold: int) -> int:
 
 def max_min_length(scoring: Scoring) -> int:
     """The longest shorter-sequence length whose scores fit the int32 output."""
-    return ((1 << MAX_SCORE_BITS) - 1 - scoring.gap) // scoring.match
+    return ((1 << MAX_SCORE_BITS) - 1 - max(scoring.gap, scoring.open, scoring.extend)) // scoring.match
 
 
 def _constants(scoring: Scoring, s: int):
@@ -138,6 +201,7 @@ def bpbc_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=N
     paper_cell: run the paper's own SW function instead of the reordered one
     (same scores, more operations; for tests and comparison).
     """
+    _linear_only(scoring, "sw-bpbc")
     x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
     y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
     pairs, m, n, bound = _shapes(x_codes, y_codes, min_length)
@@ -152,6 +216,7 @@ def bpbc_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=N
 
 def bpbc_reach_cpu(x_codes, y_codes, scoring: Scoring, threshold: int, *, word_bits=None, min_length=None):
     """Whether each pair's score reaches ``threshold`` (>= 1), by sw-bpbc with a 1-bit flag per pair (sw.cu)."""
+    _linear_only(scoring, "sw-bpbc")
     x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
     y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
     pairs, m, n, _ = _shapes(x_codes, y_codes, min_length)
@@ -196,6 +261,7 @@ def _unpack_flags(words, word_bits: int, pairs: int):
 
 def wordwise_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
     """sw-wordwise on CPU cores: one pair per loop iteration (word_bits is ignored)."""
+    _linear_only(scoring, "sw-wordwise")
     x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
     y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
     pairs = _shapes(x_codes, y_codes, min_length)[0]
@@ -205,19 +271,135 @@ def wordwise_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_leng
     return scores
 
 
+def gotoh_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-gotoh on CPU cores: Gotoh's three-matrix DP, one pair per loop iteration, 64-bit cells.
+
+    Scores affine gaps (parasail's convention: a gap of length L costs
+    O + (L - 1) E) and linear ones (O = E = g); the reference every other
+    affine kernel is tested against, and their fall-back for pairs that
+    saturate 16-bit lanes. word_bits and min_length are ignored.
+    """
+    x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
+    y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
+    pairs = _shapes(x_codes, y_codes, min_length)[0]
+    scores = np.zeros(pairs, np.int32)
+    if pairs and x_codes.shape[1] and y_codes.shape[1]:
+        sw_cpu.gotoh_scores(x_codes, y_codes, scoring.match, scoring.mismatch, scoring.open, scoring.extend, scores)
+    return scores
+
+
+DPX_MAX_TABLE = 127
+"""sw-dpx's byte-permute score table holds c1 + c2 in one byte whose top bit must be clear (dpx.cu)."""
+
+
+def dpx_admits(scoring: Scoring) -> bool:
+    """Whether the 16-bit DPX kernels can run this scoring at all (else sw-gotoh scores every pair):
+    c1 + c2 fits the score table's byte, and the bias and gap penalties leave room in a 16-bit lane."""
+    bias = sw_cpu.dpx_bias(scoring.open, scoring.mismatch)
+    return (scoring.match + scoring.mismatch <= DPX_MAX_TABLE
+            and bias + scoring.mismatch + scoring.match + max(scoring.open, scoring.extend) < sw_cpu.DPX_LANE_MAX // 2)
+
+
+def dpx_fits(scoring: Scoring, min_length: int) -> bool:
+    """Scores provably fit the 16-bit lanes (no pair can saturate): c1 * min(m, n) + B + c2 <= 32767 - c1."""
+    bias = sw_cpu.dpx_bias(scoring.open, scoring.mismatch)
+    return scoring.match * max(1, int(min_length)) + bias + scoring.mismatch <= sw_cpu.DPX_LANE_MAX - scoring.match
+
+
+def rescore_saturated(scores, x_codes, y_codes, scoring: Scoring, backend: str):
+    """Scores of -1 (a 16-bit lane that may have wrapped) replaced by sw-gotoh's 32-bit scores."""
+    flagged = np.flatnonzero(scores < 0)
+    if flagged.size:
+        rescore = gotoh_cpu if backend == "cpu" else resolve_kernel("sw-gotoh", backend)
+        xs = x_codes[flagged] if isinstance(x_codes, np.ndarray) else x_codes[__import__("cupy").asarray(flagged)]
+        ys = y_codes[flagged] if isinstance(y_codes, np.ndarray) else y_codes[__import__("cupy").asarray(flagged)]
+        scores[flagged] = rescore(xs, ys, scoring)
+    return scores
+
+
+def _dpx_cpu(x_codes, y_codes, scoring: Scoring, affine: bool):
+    x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
+    y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
+    pairs = x_codes.shape[0]
+    if pairs == 0 or x_codes.shape[1] == 0 or y_codes.shape[1] == 0:
+        return np.zeros(pairs, np.int32)
+    if not dpx_admits(scoring):
+        return gotoh_cpu(x_codes, y_codes, scoring)
+    scores = np.empty(pairs, np.int32)
+    sw_cpu.dpx_lanes(x_codes, y_codes, scoring.match, scoring.mismatch, scoring.open, scoring.extend,
+                     sw_cpu.dpx_bias(scoring.open, scoring.mismatch), affine, scores)
+    return rescore_saturated(scores, x_codes, y_codes, scoring, "cpu")
+
+
+def dpx_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-dpx's CPU path: dpx.cu's linear cell in 16-bit lanes, lane by lane (Numba), saturating
+    pairs rescored by sw-gotoh: the GPU kernel's arithmetic, testable without a GPU."""
+    _linear_only(scoring, "sw-dpx")
+    _shapes(x_codes, y_codes, min_length)
+    return _dpx_cpu(x_codes, y_codes, scoring, affine=False)
+
+
+def dpx_affine_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-dpx-affine's CPU path: dpx.cu's Gotoh cell in 16-bit lanes (Numba), saturating pairs
+    rescored by sw-gotoh. Linear scoring runs as O = E."""
+    _shapes(x_codes, y_codes, min_length)
+    return _dpx_cpu(x_codes, y_codes, scoring, affine=True)
+
+
+# --------------------------------------------------------------------------
+# The exact threshold filter: an upper bound of the score from base counts
+# --------------------------------------------------------------------------
+
+def base_counts(codes, starts, lengths) -> np.ndarray:
+    """(sequences, 4) int32: how many A, C, G, T each sequence codes[starts[k]:+lengths[k]] holds."""
+    counts = np.zeros((len(starts), 4), np.int32)
+    if len(starts):
+        sw_cpu.count_bases(np.ascontiguousarray(codes, dtype=np.uint8), np.ascontiguousarray(starts, np.int64),
+                           np.ascontiguousarray(lengths, np.int64), counts)
+    return counts
+
+
+def composition_bound(x_counts, y_counts, scoring: Scoring) -> np.ndarray:
+    """An upper bound of each pair's SW score: c1 x sum over bases of min(count in x, count in y).
+
+    Every alignment column that scores positively is a match of two equal
+    bases (N matches nothing), each base of x and of y in at most one column,
+    so an alignment holds at most that many matches of each base; every other
+    column subtracts. The bound holds for linear and affine gaps alike.
+    """
+    return scoring.match * np.minimum(x_counts, y_counts).sum(axis=1, dtype=np.int64)
+
+
 # --------------------------------------------------------------------------
 # Registry and dispatch
 # --------------------------------------------------------------------------
 
-DEFAULT_SW_ALGORITHM = {"cpu": "sw-bpbc", "cuda": "sw-bpbc"}
+DEFAULT_SW_ALGORITHM = {("cpu", False): "sw-bpbc", ("cuda", False): "sw-bpbc",
+                        ("cpu", True): "sw-gotoh", ("cuda", True): "sw-dpx-affine"}
+"""What ``auto`` runs without measurements, per (backend, affine gaps)."""
 
 
-def choose_sw_algorithm(backend: str, algorithm: str = "auto") -> str:
-    """The algorithm to run; ValueError (one line) for an unknown one."""
+def choose_sw_algorithm(backend: str, algorithm: str = "auto", scoring: Scoring | None = None,
+                        m: int | None = None, n: int | None = None) -> str:
+    """The algorithm to run; ValueError (one line) for an unknown one or one that cannot score
+    ``scoring``'s gaps. ``auto``: the measured-fastest for a bucket of shorter length m and
+    longer length n (``planner.plan_sw``, from ``seqsift bench``), else the default."""
+    affine = bool(scoring is not None and scoring.affine)
     if algorithm == "auto":
-        return DEFAULT_SW_ALGORITHM[backend]
+        if m is not None and n is not None:
+            from ..planner import plan_sw
+
+            choice = plan_sw(backend, int(m), int(n), affine,
+                             lambda name: name in ALGORITHMS and ALGORITHMS[name].serves("sw")
+                             and (ALGORITHMS[name].affine_gaps or not affine))
+            if choice is not None:
+                return choice.algorithm
+        return DEFAULT_SW_ALGORITHM[(backend, affine)]
     if sw_algorithms().count(algorithm) == 0:
         raise ValueError(f"unknown screening algorithm {algorithm!r} (known: auto, {', '.join(sw_algorithms())})")
+    if affine and not ALGORITHMS[algorithm].affine_gaps:
+        raise ValueError(f"{algorithm} scores linear gaps only; for affine gaps (gap open != gap extend) "
+                         f"use auto or {', '.join(affine_algorithms())}")
     return algorithm
 
 
@@ -229,17 +411,30 @@ def pair_scores(algorithm: str, backend: str, x_codes, y_codes, scoring: Scoring
 
 
 def pairs_reaching(algorithm: str, backend: str, x_codes, y_codes, scoring: Scoring, threshold: int, *,
-                   word_bits=None, min_length=None) -> np.ndarray:
+                   word_bits=None, min_length=None, bound=None) -> np.ndarray:
     """Bool per pair: does its score reach ``threshold``? Exactly ``pair_scores(...) >= threshold``.
 
-    sw-bpbc answers with its flag kernels, whose numbers need only enough bits
-    for the threshold (``reach_bits``), where that is fewer than the scores need.
+    ``bound``: an upper bound of each pair's score (:func:`composition_bound`);
+    pairs whose bound is below the threshold are answered False without any
+    DP, the others go to the kernel. sw-bpbc answers with its flag kernels,
+    whose numbers need only enough bits for the threshold (``reach_bits``),
+    where that is fewer than the scores need.
     """
-    pairs, _, _, bound = _shapes(x_codes, y_codes, min_length)
-    flag_kernel = resolve_kernel(algorithm, backend, threshold=True)
+    pairs, _, _, bound_length = _shapes(x_codes, y_codes, min_length)
     if threshold <= 0:
         return np.ones(pairs, bool)
-    if flag_kernel is None or reach_bits(scoring, threshold) >= score_bits(scoring, bound):
+    if bound is not None:
+        candidates = np.flatnonzero(np.asarray(bound) >= threshold)
+        reached = np.zeros(pairs, bool)
+        if candidates.size == pairs:
+            return pairs_reaching(algorithm, backend, x_codes, y_codes, scoring, threshold, word_bits=word_bits,
+                                  min_length=min_length)
+        if candidates.size:
+            reached[candidates] = pairs_reaching(algorithm, backend, x_codes[candidates], y_codes[candidates],
+                                                 scoring, threshold, word_bits=word_bits, min_length=min_length)
+        return reached
+    flag_kernel = resolve_kernel(algorithm, backend, threshold=True)
+    if flag_kernel is None or reach_bits(scoring, threshold) >= score_bits(scoring, bound_length):
         return pair_scores(algorithm, backend, x_codes, y_codes, scoring, word_bits=word_bits,
                            min_length=min_length) >= threshold
     return flag_kernel(x_codes, y_codes, scoring, threshold, word_bits=word_bits, min_length=min_length)
@@ -248,6 +443,11 @@ def pairs_reaching(algorithm: str, backend: str, x_codes, y_codes, scoring: Scor
 def sw_algorithms() -> list[str]:
     """The screening algorithms: the registry's entries of metric ``sw`` (kernels/__init__.py)."""
     return [name for name, entry in ALGORITHMS.items() if entry.serves("sw")]
+
+
+def affine_algorithms() -> list[str]:
+    """The screening algorithms that also score affine gaps."""
+    return [name for name in sw_algorithms() if ALGORITHMS[name].affine_gaps]
 
 
 # --------------------------------------------------------------------------
@@ -287,8 +487,13 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     ops = np.empty(int(room.sum()) + 1, np.uint8)
     op_counts = np.zeros(pairs, np.int64)
     status = np.zeros(pairs, np.int8)
-    sw_cpu.align_pairs(codes, q_start, q_len, t_start, t_len, scores, scoring.match, scoring.mismatch,
-                       scoring.gap, np.int64(max_cells), op_offsets, ops, op_counts, coords, status)
+    if scoring.affine:   # three-state traceback (Gotoh); linear gaps keep their own, unchanged
+        sw_cpu.align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, scoring.match, scoring.mismatch,
+                                  scoring.open, scoring.extend, np.int64(max_cells), op_offsets, ops, op_counts,
+                                  coords, status)
+    else:
+        sw_cpu.align_pairs(codes, q_start, q_len, t_start, t_len, scores, scoring.match, scoring.mismatch,
+                           scoring.gap, np.int64(max_cells), op_offsets, ops, op_counts, coords, status)
     bad = np.flatnonzero(status)
     if bad.size:
         p = int(bad[0])
@@ -306,4 +511,4 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
 
 
 # The CUDA launchers (cuda.py; CuPy is imported only when one runs).
-from .cuda import bpbc_cuda, bpbc_reach_cuda, wordwise_cuda  # noqa: E402
+from .cuda import bpbc_cuda, bpbc_reach_cuda, dpx_affine_cuda, dpx_cuda, gotoh_cuda, wordwise_cuda  # noqa: E402

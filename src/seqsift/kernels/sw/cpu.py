@@ -560,3 +560,307 @@ def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_
         coords[p, 3] = te
         op_counts[p] = count
         status[p] = bad
+
+
+# --------------------------------------------------------------------------
+# Affine gaps (Gotoh). A gap of length L scores -(O + (L - 1) E), parasail's
+# convention; linear gaps are O = E = g.
+#
+#   E[i][j] = max(E[i][j-1] - E, H[i][j-1] - O)      gap in x (target bases only: D)
+#   F[i][j] = max(F[i-1][j] - E, H[i-1][j] - O)      gap in y (query bases only: I)
+#   H[i][j] = max(0, H[i-1][j-1] + w(x_i, y_j), E[i][j], F[i][j])
+#
+# with H = 0 and E = F = -inf outside the matrix. -inf may be taken as -O:
+# H >= 0 makes H - O >= -O >= (-O) - E, so E and F never fall below -O.
+# --------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def gotoh_scores(x_codes, y_codes, c1, c2, gap_open, gap_extend, scores):
+    """sw-gotoh on the CPU: scores[p] = affine-gap SW score of x_codes[p] against y_codes[p]."""
+    pairs, m = x_codes.shape
+    n = y_codes.shape[1]
+    for p in prange(pairs):
+        h_col = np.zeros(m, np.int64)                 # H[i][j - 1]
+        e_col = np.full(m, -gap_open, np.int64)       # E[i][j - 1]
+        best = 0
+        for j in range(n):
+            yj = y_codes[p, j]
+            diag = 0                                  # H[i - 1][j - 1]
+            up = 0                                    # H[i - 1][j]
+            f = -gap_open                             # F[i - 1][j]
+            for i in range(m):
+                xi = x_codes[p, i]
+                w = c1 if (xi == yj and xi < CODE_N) else -c2
+                e = max(e_col[i] - gap_extend, h_col[i] - gap_open)
+                f = max(f - gap_extend, up - gap_open)
+                h = max(0, diag + w, e, f)
+                diag = h_col[i]
+                h_col[i] = h
+                e_col[i] = e
+                up = h
+                if h > best:
+                    best = h
+        scores[p] = best
+
+
+# --------------------------------------------------------------------------
+# sw-dpx and sw-dpx-affine: the CPU path runs the GPU kernels' arithmetic
+# (dpx.cu) lane by lane, so that their 16-bit lanes, biases and saturation
+# flags are tested without a GPU. Every value is a signed 16-bit lane; the
+# only addition that can wrap is the one inside VIADDMNMX (diagonal + score),
+# which wraps modulo 2^16 as add.s16x2 does.
+#
+# Stored values carry a bias (dpx.cu explains the choice): Z = H + B + c2
+# (the cell's result), Y = Z - c2 (its diagonal use), and for the linear cell
+# W = Z - g, for the affine cell A = Z - O, Ec = E + B + c2, Fc = F + B + c2.
+# The score per cell is s'' = s + c2, which is c1 + c2 on a match and 0
+# otherwise (the byte-permute table of dpx.cu). Then
+#
+#   P  = max(Y_diag + s'', B + c2)                  = max(H_diag + s, 0) + B + c2
+#   linear:  Z = max(P, W_up, W_left)
+#   affine:  Ec = max(Ec - E, A_left), Fc = max(Fc - E, A_up), Z = max(P, Ec, Fc)
+#
+# A pair whose best Z exceeds 32767 - c1 may have wrapped: flagged (score -1)
+# and rescored by sw-gotoh's 32-bit kernel.
+# --------------------------------------------------------------------------
+
+DPX_LANE_MAX = 32767
+
+
+@njit(cache=True, inline="always")
+def _wrap16(v):
+    return ((v + 32768) & 0xFFFF) - 32768
+
+
+@njit(parallel=True, cache=True)
+def dpx_lanes(x_codes, y_codes, c1, c2, gap_open, gap_extend, bias, affine, scores):
+    """The 16-bit lanes of sw-dpx (linear cell, gap_open = gap_extend = g) or sw-dpx-affine;
+    scores[p] = the score, or -1 where the lane may have wrapped (rescore it)."""
+    pairs, m = x_codes.shape
+    n = y_codes.shape[1]
+    k = c1 + c2
+    base = bias + c2
+    limit = DPX_LANE_MAX - c1
+    for p in prange(pairs):
+        y_col = np.full(m, bias, np.int64)                   # Y[i][j - 1]
+        g_col = np.full(m, base - gap_open, np.int64)        # W or A of [i][j - 1]
+        e_col = np.full(m, base - gap_open, np.int64)        # Ec[i][j - 1] (affine)
+        best = base
+        for j in range(n):
+            yj = y_codes[p, j]
+            diag = bias                                      # Y[i - 1][j - 1]
+            g_up = base - gap_open                           # W / A of [i - 1][j]
+            f = base - gap_open                              # Fc[i - 1][j]
+            for i in range(m):
+                xi = x_codes[p, i]
+                s = k if (xi == yj and xi < CODE_N) else 0
+                pv = max(_wrap16(diag + s), base)
+                if affine:
+                    e = max(e_col[i] - gap_extend, g_col[i])
+                    f = max(f - gap_extend, g_up)
+                    z = max(pv, e, f)
+                    e_col[i] = e
+                else:
+                    z = max(pv, g_up, g_col[i])
+                diag = y_col[i]
+                y_col[i] = z - c2
+                g_col[i] = z - gap_open
+                g_up = z - gap_open
+                if z > best:
+                    best = z
+        scores[p] = -1 if best > limit else best - base
+
+
+def dpx_bias(scoring_open: int, c2: int) -> int:
+    """B of dpx.cu: the smallest bias that keeps every stored lane >= 0 (so that the plain
+    32-bit subtractions of a packed constant never borrow across lanes)."""
+    return max(0, int(scoring_open) - int(c2))
+
+
+# --------------------------------------------------------------------------
+# Affine alignment of the survivors, on the host: three-state traceback.
+# --------------------------------------------------------------------------
+
+@njit(cache=True)
+def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
+    """One optimal local alignment with affine gaps; returns (qstart, qend, tstart, tend, ops, status).
+
+    Pass 1 (linear space) finds the end: the first cell (i1, j1) in row-major
+    order whose H equals the best. Pass 2 fills the three Gotoh matrices over
+    rows 1..i1 and the columns j1 - width .. j1 that an alignment ending there
+    can reach (its gaps cost at least O + (L - 1) E against at most c1 per
+    query base), keeping for each cell where H, E and F came from; the
+    traceback walks from (i1, j1) in state H until H is 0. Ties prefer the
+    diagonal, then F (I), then E (D); inside a gap, extending before opening.
+    """
+    i1, j1, best = _end_of_best(x, y, c1, c2, go, ge)
+    if best != score:
+        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
+    if best == 0:
+        return 0, 0, 0, 0, 0, ALIGN_OK
+    # Deletions (target bases only) an alignment with this score can hold.
+    if ge > 0:
+        gaps = (c1 * i1 - go) // ge + 1 if c1 * i1 >= go else 0
+        width = min(j1, i1 + max(gaps, 0) + 1)
+    elif go > 0:
+        width = j1   # extension free: any length
+    else:
+        width = j1
+    j0 = j1 - width
+    rows = i1 + 1
+    cols = width + 1
+    if rows * cols > max_cells:
+        return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
+    # moves bits: 0-1 H source (0 stop/zero, 1 diagonal, 2 F, 3 E); bit 2: E extends; bit 3: F extends
+    moves = np.zeros((rows, cols), np.uint8)
+    hprev = np.zeros(cols, np.int64)
+    hcur = np.zeros(cols, np.int64)
+    fprev = np.full(cols, -go, np.int64)
+    fcur = np.full(cols, -go, np.int64)
+    end_h = -1
+    for a in range(1, rows):
+        hcur[0] = 0
+        fcur[0] = -go
+        e = -go
+        xa = x[a - 1]
+        for b in range(1, cols):
+            yb = y[j0 + b - 1]
+            mv = 0
+            e_ext = e - ge
+            e_open = hcur[b - 1] - go
+            if e_ext >= e_open:
+                e = e_ext
+                mv |= 4
+            else:
+                e = e_open
+            f_ext = fprev[b] - ge
+            f_open = hprev[b] - go
+            if f_ext >= f_open:
+                f = f_ext
+                mv |= 8
+            else:
+                f = f_open
+            d = hprev[b - 1] + _w(xa, yb, c1, c2)
+            h = 0
+            src = 0
+            if d > h:
+                h = d
+                src = 1
+            if f > h:
+                h = f
+                src = 2
+            if e > h:
+                h = e
+                src = 3
+            hcur[b] = h
+            fcur[b] = f
+            moves[a, b] = mv | src
+        for b in range(cols):
+            hprev[b] = hcur[b]
+            fprev[b] = fcur[b]
+        if a == rows - 1:
+            end_h = hcur[cols - 1]
+    if end_h != score:
+        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
+    # Traceback from (i1, j1) = (rows - 1, cols - 1), ops collected backwards.
+    a = rows - 1
+    b = cols - 1
+    state = 0   # 0 H, 2 F (in an I run), 3 E (in a D run)
+    count = 0
+    while True:
+        mv = moves[a, b]
+        if state == 0:
+            src = mv & 3
+            if src == 0:
+                break
+            if src == 1:
+                xa = x[a - 1]
+                ops[base + count] = OP_MATCH if (xa == y[j0 + b - 1] and xa < CODE_N) else OP_MISMATCH
+                count += 1
+                a -= 1
+                b -= 1
+            else:
+                state = src
+        elif state == 2:     # F: a query base against no target base (I), moving up
+            ops[base + count] = OP_INSERTION
+            count += 1
+            extend = (mv & 8) != 0
+            a -= 1
+            if not extend:
+                state = 0
+        else:                # E: a target base against no query base (D), moving left
+            ops[base + count] = OP_DELETION
+            count += 1
+            extend = (mv & 4) != 0
+            b -= 1
+            if not extend:
+                state = 0
+    # reverse the ops into forward order
+    lo = base
+    hi = base + count - 1
+    while lo < hi:
+        t = ops[lo]
+        ops[lo] = ops[hi]
+        ops[hi] = t
+        lo += 1
+        hi -= 1
+    return a, i1, j0 + b, j0 + width, count, ALIGN_OK
+
+
+@njit(cache=True)
+def _end_of_best(x, y, c1, c2, go, ge):
+    """(i1, j1, best): the first cell in row-major order (1-based) holding the best H."""
+    m = x.shape[0]
+    n = y.shape[0]
+    hrow = np.zeros(n + 1, np.int64)     # H[i - 1][*], then H[i][*]
+    frow = np.full(n + 1, -go, np.int64)  # F[i - 1][*]
+    best = 0
+    i1 = 0
+    j1 = 0
+    for i in range(1, m + 1):
+        diag = 0          # H[i - 1][j - 1]
+        e = -go           # E[i][j - 1]
+        left = 0          # H[i][j - 1]
+        xi = x[i - 1]
+        for j in range(1, n + 1):
+            up = hrow[j]
+            e = max(e - ge, left - go)
+            f = max(frow[j] - ge, up - go)
+            h = max(0, diag + _w(xi, y[j - 1], c1, c2), e, f)
+            diag = up
+            hrow[j] = h
+            frow[j] = f
+            left = h
+            if h > best:
+                best = h
+                i1 = i
+                j1 = j
+    return i1, j1, best
+
+
+@njit(parallel=True, cache=True)
+def align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, max_cells,
+                       op_offsets, ops, op_counts, coords, status):
+    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge))."""
+    for p in prange(scores.shape[0]):
+        x = codes[q_start[p]:q_start[p] + q_len[p]]
+        y = codes[t_start[p]:t_start[p] + t_len[p]]
+        qs, qe, ts, te, count, bad = _align_one_affine(x, y, np.int64(scores[p]), c1, c2, go, ge, max_cells,
+                                                       ops, op_offsets[p])
+        coords[p, 0] = qs
+        coords[p, 1] = qe
+        coords[p, 2] = ts
+        coords[p, 3] = te
+        op_counts[p] = count
+        status[p] = bad
+
+
+@njit(parallel=True, cache=True)
+def count_bases(codes, starts, lengths, counts):
+    """counts[k, b] = occurrences of base code b (0..3) in codes[starts[k]:starts[k] + lengths[k]]."""
+    for k in prange(starts.shape[0]):
+        start = starts[k]
+        for q in range(lengths[k]):
+            c = codes[start + q]
+            if c < CODE_N:
+                counts[k, c] += 1

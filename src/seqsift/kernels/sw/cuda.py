@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import (GPU_SCORE_WIDTHS, SHARED_LIMIT, SW_MAX_WARPS, SW_RING, THREADS, Scoring, _constants, _shapes,
-               _unpack_flags, _word, reach_bits, score_bits)
+from . import (GPU_SCORE_WIDTHS, SHARED_LIMIT, SW_MAX_WARPS, SW_RING, THREADS, Scoring, _constants, _linear_only,
+               _shapes, _unpack_flags, _word, dpx_admits, reach_bits, rescore_saturated, score_bits)
 from . import cpu as sw_cpu
 
 
@@ -103,6 +103,7 @@ def bpbc_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=
     Rows are padded to a multiple of 32 (one warp per 32-row stripe); the
     padding rows are N and change no score.
     """
+    _linear_only(scoring, "sw-bpbc")
     pairs, m, n, bound = _shapes(x_codes, y_codes, min_length)
     if pairs == 0 or m == 0 or n == 0:
         return np.zeros(pairs, np.int32)
@@ -114,6 +115,7 @@ def bpbc_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=
 
 def bpbc_reach_cuda(x_codes, y_codes, scoring: Scoring, threshold: int, *, word_bits=None, min_length=None):
     """Whether each pair's score reaches ``threshold`` (>= 1): sw-bpbc's sw_reach kernels on the GPU."""
+    _linear_only(scoring, "sw-bpbc")
     pairs, m, n, _ = _shapes(x_codes, y_codes, min_length)
     if pairs == 0 or m == 0 or n == 0:
         return np.zeros(pairs, bool)
@@ -156,8 +158,133 @@ def wordwise_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_len
     """sw-wordwise on the GPU: one pair per thread over position-major codes (coalesced loads)."""
     import cupy
 
+    _linear_only(scoring, "sw-wordwise")
     x_dev = cupy.asarray(x_codes, dtype=cupy.uint8)
     y_dev = cupy.asarray(y_codes, dtype=cupy.uint8)
     pairs = _shapes(x_dev, y_dev, min_length)[0]
     scores = cuda_wordwise_device(cupy.ascontiguousarray(x_dev.T), cupy.ascontiguousarray(y_dev.T), pairs, scoring)
     return scores.get()
+
+
+# --------------------------------------------------------------------------
+# sw-gotoh, sw-dpx and sw-dpx-affine (dpx.cu)
+# --------------------------------------------------------------------------
+
+def cuda_gotoh_device(x_pos_major, y_pos_major, pairs: int, scoring: Scoring):
+    """sw_gotoh on position-major codes (M x pairs, N x pairs, CuPy); int32 scores on the device."""
+    import cupy
+
+    from ..cuda import load_module
+
+    m, n = x_pos_major.shape[0], y_pos_major.shape[0]
+    scores = cupy.zeros(pairs, dtype=cupy.int32)
+    if pairs and m and n:
+        scratch_h = cupy.empty((m, pairs), dtype=cupy.int32)
+        scratch_e = cupy.empty((m, pairs), dtype=cupy.int32)
+        kernel = load_module("sw/dpx.cu").get_function("sw_gotoh")
+        kernel(((pairs + 127) // 128,), (128,),
+               (x_pos_major, y_pos_major, np.int64(pairs), np.int32(m), np.int32(n), np.int32(scoring.match),
+                np.int32(scoring.mismatch), np.int32(scoring.open), np.int32(scoring.extend), scratch_h, scratch_e,
+                scores))
+    return scores
+
+
+def gotoh_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-gotoh on the GPU: one pair per thread, 32-bit cells, affine or linear gaps."""
+    import cupy
+
+    x_dev = cupy.asarray(x_codes, dtype=cupy.uint8)
+    y_dev = cupy.asarray(y_codes, dtype=cupy.uint8)
+    pairs = _shapes(x_dev, y_dev, min_length)[0]
+    scores = cuda_gotoh_device(cupy.ascontiguousarray(x_dev.T), cupy.ascontiguousarray(y_dev.T), pairs, scoring)
+    return scores.get()
+
+
+DPX_THREADS = 256
+DPX_ROW_CHOICES = (4, 8, 16)
+
+
+def dpx_geometry(m: int, rows: int | None = None, group: int | None = None) -> tuple[int, int, int]:
+    """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x rows of length m.
+
+    Default: R = 8 and the smallest power of two G >= m / R (at least 4, at most 32); longer x runs
+    in rounds of G R rows.
+    """
+    rows = rows or 8
+    if group is None:
+        group = 4
+        while group < 32 and group * rows < m:
+            group *= 2
+    rounds = max(1, -(-m // (group * rows)))
+    return rows, group, rounds
+
+
+def y_shifts(y_dev, n4: int):
+    """dpx.cu's target format: 8 x code for A/C/G/T, 32 otherwise, rows padded to n4 columns with 32."""
+    import cupy
+
+    pairs, n = y_dev.shape
+    out = cupy.full((pairs, n4), 32, dtype=cupy.uint8)
+    out[:, :n] = cupy.where(y_dev < 4, y_dev * 8, 32).astype(cupy.uint8)
+    return out
+
+
+def cuda_dpx_device(x_dev, ysh_dev, n: int, scoring: Scoring, affine: bool, rows: int | None = None,
+                    group: int | None = None):
+    """The DPX kernel on device codes x (pairs x m) and target shifts (pairs x n4); int32 scores on the
+    device, -1 for a pair that may have saturated its 16-bit lane."""
+    import cupy
+
+    from ..cuda import load_module
+    from .cpu import dpx_bias
+
+    pairs, m = x_dev.shape
+    n4 = ysh_dev.shape[1]
+    rows, group, rounds = dpx_geometry(m, rows, group)
+    scores = cupy.zeros(pairs, dtype=cupy.int32)
+    if pairs == 0 or m == 0 or n == 0:
+        return scores
+    groups = (pairs + 1) // 2
+    boundary = cupy.empty((groups, 4 * n) if rounds > 1 else (1,), dtype=cupy.uint32)
+    threads = groups * group
+    blocks = -(-threads // DPX_THREADS)
+    bias = dpx_bias(scoring.open, scoring.mismatch)
+    module = load_module("sw/dpx.cu", DPX_ROWS=rows)
+    common = (x_dev, ysh_dev, np.int64(pairs), np.int32(m), np.int32(rounds), np.int32(n), np.int32(n4),
+              np.int32(group), np.int32(scoring.match), np.int32(scoring.mismatch))
+    if affine:
+        module.get_function("sw_dpx_affine")((blocks,), (DPX_THREADS,), common + (
+            np.int32(scoring.open), np.int32(scoring.extend), np.int32(bias), boundary, scores))
+    else:
+        module.get_function("sw_dpx_linear")((blocks,), (DPX_THREADS,), common + (
+            np.int32(scoring.gap), np.int32(bias), boundary, scores))
+    return scores
+
+
+def _dpx_cuda(x_codes, y_codes, scoring: Scoring, affine: bool, rows=None, group=None):
+    import cupy
+
+    x_dev = cupy.ascontiguousarray(cupy.asarray(x_codes, dtype=cupy.uint8))
+    y_dev = cupy.ascontiguousarray(cupy.asarray(y_codes, dtype=cupy.uint8))
+    pairs, m = x_dev.shape
+    n = y_dev.shape[1]
+    if pairs == 0 or m == 0 or n == 0:
+        return np.zeros(pairs, np.int32)
+    if not dpx_admits(scoring):
+        return gotoh_cuda(x_dev, y_dev, scoring)
+    n4 = -(-n // 4) * 4
+    scores = cuda_dpx_device(x_dev, y_shifts(y_dev, n4), n, scoring, affine, rows, group).get()
+    return rescore_saturated(scores, x_dev, y_dev, scoring, "cuda")
+
+
+def dpx_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-dpx on the GPU: dpx.cu's linear cell in 16-bit lanes; saturating pairs rescored by sw-gotoh."""
+    _linear_only(scoring, "sw-dpx")
+    _shapes(x_codes, y_codes, min_length)
+    return _dpx_cuda(x_codes, y_codes, scoring, affine=False)
+
+
+def dpx_affine_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-dpx-affine on the GPU: dpx.cu's Gotoh cell in 16-bit lanes; saturating pairs rescored by sw-gotoh."""
+    _shapes(x_codes, y_codes, min_length)
+    return _dpx_cuda(x_codes, y_codes, scoring, affine=True)
