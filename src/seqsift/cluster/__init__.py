@@ -124,17 +124,37 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
         cluster = in_process_gpu_cluster(dashboard=dashboard)
     else:
         cluster = local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
+    interrupted = False
     try:
         # Not ``with Client(...)``: its context variable must be reset in the thread that set it, and
         # a cluster started ahead (Connection) is shut down from the job's thread.
         client = Client(cluster)
         try:
             yield client
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
             client.close()
     finally:
         with _interrupts_deferred():  # a second Ctrl-C must not leave the cluster half closed
-            cluster.close()
+            close_cluster(cluster, interrupted)
+
+
+def close_cluster(cluster, interrupted: bool = False) -> None:
+    """Shut ``cluster`` down; after Ctrl-C, without waiting for the tasks its in-process workers are
+    running (their threads finish the kernel under way on their own; a job's results are dropped
+    anyway): a CPU crispr task with bulges runs for seconds, and Ctrl-C must end the job at once."""
+    if interrupted:
+        from distributed import Worker
+
+        for worker in list(getattr(cluster, "workers", {}).values()):
+            if isinstance(worker, Worker):  # in this process (a Nanny's worker is its own process: killed)
+                try:
+                    cluster.sync(worker.close, executor_wait=False, timeout=1)
+                except Exception:  # noqa: BLE001 (closing as best we can; cluster.close() follows)
+                    pass
+    cluster.close()
 
 
 class Connection:

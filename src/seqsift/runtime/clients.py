@@ -133,8 +133,12 @@ def _threads_here(threads: int, dashboard: bool):
     from distributed import Client
 
     threads_cluster = in_process_cluster(threads, dashboard=dashboard)
+    interrupted = False
     try:
         with Client(threads_cluster) as client:
             yield client
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        threads_cluster.close()
+        cluster.close_cluster(threads_cluster, interrupted)

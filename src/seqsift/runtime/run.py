@@ -171,9 +171,10 @@ class EarlyTasks:
         self.rows_in_memory = 0
         self._spill = SpillFolder()
 
-    def put(self, key: tuple[int, int], rows: pd.DataFrame) -> None:
-        """Keep the rows of task ``key`` = (unit index, batch index) (with a store: saved there already)."""
-        if self.rows_in_memory + len(rows) <= self.spill_rows:
+    def put(self, key: tuple[int, int], rows: pd.DataFrame, due: bool = False) -> None:
+        """Keep the rows of task ``key`` = (unit index, batch index) (with a store: saved there already);
+        ``due``: they are taken at once (their unit is complete and its turn has come), so they stay in memory."""
+        if due or self.rows_in_memory + len(rows) <= self.spill_rows:
             self.in_memory[key] = rows
             self.rows_in_memory += len(rows)
         elif self.store is None:
@@ -269,9 +270,11 @@ def run_tasks(job: Job, plan: Plan, client, writer, *, store=None, progress: boo
             bar.advance(plan.weights[unit.index] * share)
             if store is not None:
                 store.save_soon((unit.index, batch_index), rows)
-            early.put((unit.index, batch_index), rows)
             unfinished[unit.index] -= 1
-            if unfinished[unit.index] == 0:
+            completes = unfinished[unit.index] == 0
+            early.put((unit.index, batch_index), rows,
+                      due=completes and (not plan.ordered or unit.index == units[next_unit].index))
+            if completes:
                 unit_done(unit)
         for rows in _timed(collector.finish()):
             writer.write(rows)

@@ -1,0 +1,282 @@
+"""Where a job meets the user's files and keys, one test per way it went wrong before (issue 28, section 3).
+
+Each runs the installed console script in a fresh process where the user
+would, or the Python API where the case is the API's.
+"""
+from __future__ import annotations
+
+import os
+import random
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from console import one_line_error, run_seqsift, seqsift_command
+from test_engine import write_fasta
+
+OTHER_UID = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder of another user")
+
+
+@pytest.fixture
+def job(tmp_path):
+    """A reference with guides that have sites, as files."""
+    rng = random.Random(3)
+    genome = "".join(rng.choice("ACGT") for _ in range(20_000))
+    reference = write_fasta(tmp_path / "ref.fa", [("chr1", genome[:12_000]), ("chr2", genome[12_000:])])
+    guides = tmp_path / "guides.txt"
+    starts = [genome.find("GG", s) - 21 for s in range(500, 19_000, 2_500)]
+    guides.write_text("".join(f"{genome[s:s + 20]}\n" for s in starts if s > 0))
+    return reference, guides
+
+
+# -- 2. the chunk cache never empties a window a task holds ------------------------------------
+
+def test_a_cache_smaller_than_one_window_still_hands_the_window_whole(tmp_path, monkeypatch):
+    from seqsift.io.reference import open_reference
+    from seqsift.partitioning import plan_chunks
+    from seqsift.runtime import windows
+
+    text = "".join(random.Random(1).choice("ACGT") for _ in range(6_000))
+    reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
+    monkeypatch.setenv("SEQSIFT_CHUNK_CACHE_BYTES", "10")  # smaller than any window
+    chunks = [g.chunks[0] for g in plan_chunks(reference.lengths, 2_000, 10)]
+    held = windows.read_chunk(reference, chunks[0], need_raw=True)
+    for chunk in chunks[1:]:  # each insert evicts the windows before it
+        windows.read_chunk(reference, chunk, need_raw=True)
+    assert held.raw is not None and held.codes is not None
+    assert held.raw.tobytes() == text[chunks[0].read_start:chunks[0].owned_end].encode()
+
+
+def test_one_threads_insert_never_empties_the_window_another_reads(tmp_path, monkeypatch):
+    from seqsift.io.reference import open_reference
+    from seqsift.partitioning import plan_chunks
+    from seqsift.runtime import windows
+
+    text = "".join(random.Random(2).choice("ACGT") for _ in range(40_000))
+    reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
+    monkeypatch.setenv("SEQSIFT_CHUNK_CACHE_BYTES", "5000")  # about one window: every insert evicts
+    chunks = [g.chunks[0] for g in plan_chunks(reference.lengths, 2_000, 10)]
+    failures = []
+
+    def read_all(order):
+        for chunk in order:
+            window = windows.read_chunk(reference, chunk, need_raw=True)
+            for _ in range(3):  # the other thread inserts meanwhile
+                expected = text[chunk.read_start:chunk.owned_end].encode()
+                if window.raw is None or window.codes is None or window.raw.tobytes() != expected:
+                    failures.append(chunk)
+
+    threads = [threading.Thread(target=read_all, args=(chunks,)), threading.Thread(target=read_all,
+                                                                                  args=(chunks[::-1],))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+# -- 3. crispr and screen: the output lock, --wait-for-lock, --summary checked like -o -----------
+
+def test_crispr_on_a_locked_output_stops_with_a_hint_it_accepts_and_leaves_no_part_file(job, tmp_path):
+    from seqsift.runtime.lock import OutputLock
+
+    reference, guides = job
+    out = tmp_path / "sites.tsv"
+    holder = OutputLock(os.path.realpath(out))
+    try:
+        result = run_seqsift("crispr", reference, guides, "-k", "3", "--backend", "cpu", "-o", out)
+    finally:
+        holder.release()
+    line = one_line_error(result, "another seqsift job is writing this output", "--wait-for-lock")
+    assert "--wait-for-lock" in line
+    assert [p.name for p in tmp_path.iterdir() if ".part" in p.name] == []
+    waited = run_seqsift("crispr", reference, guides, "-k", "3", "--backend", "cpu", "-o", out, "--wait-for-lock",
+                         "--no-progress")
+    assert waited.returncode == 0, waited.stderr
+
+
+@pytest.mark.parametrize("problem", ["is the reference", "directory", "locked"])
+def test_the_summary_is_checked_like_the_output_before_the_job(job, tmp_path, problem):
+    from seqsift.runtime.lock import OutputLock
+
+    reference, guides = job
+    summary = {"is the reference": reference, "directory": tmp_path / "no" / "summary.tsv",
+               "locked": tmp_path / "summary.tsv"}[problem]
+    holder = OutputLock(os.path.realpath(summary)) if problem == "locked" else None
+    try:
+        result = run_seqsift("crispr", reference, guides, "-k", "3", "--backend", "cpu", "-o", tmp_path / "s.tsv",
+                             "--summary", summary)
+    finally:
+        if holder is not None:
+            holder.release()
+    expected = {"is the reference": "this is the reference", "directory": "does not exist",
+                "locked": "another seqsift job is writing this output"}[problem]
+    one_line_error(result, expected)
+    assert not (tmp_path / "s.tsv").exists()
+
+
+def test_screen_takes_the_output_lock_and_waits_for_it_when_asked(tmp_path):
+    from seqsift.runtime.lock import OutputLock
+
+    queries = tmp_path / "q.fa"
+    queries.write_text(">a\nACGTACGTAAGG\n>b\nTTGGCCAATTGG\n")
+    out = tmp_path / "scores.tsv"
+    holder = OutputLock(os.path.realpath(out))
+    try:
+        result = run_seqsift("screen", queries, queries, "--backend", "cpu", "-o", out)
+    finally:
+        holder.release()
+    one_line_error(result, "another seqsift job is writing this output")
+    done = run_seqsift("screen", queries, queries, "--backend", "cpu", "-o", out, "--wait-for-lock", "--no-progress")
+    assert done.returncode == 0 and out.read_text().count("\n") == 3
+
+
+# -- 4. every file the job writes follows the umask and writes through a symbolic link -----------
+
+@pytest.mark.parametrize("which", ["summary", "cas-offinder", "gzip"])
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)])
+def test_side_files_follow_the_umask_and_write_through_a_link(job, tmp_path, which, umask, mode):
+    reference, guides = job
+    real = tmp_path / "real" / "file.txt"
+    real.parent.mkdir()
+    link = tmp_path / ("link.tsv.gz" if which == "gzip" else "link.txt")
+    real_target = real.with_suffix(".tsv.gz") if which == "gzip" else real
+    link.symlink_to(real_target)
+    args = ["crispr", reference, guides, "-k", "3", "--backend", "cpu", "--no-progress"]
+    if which == "summary":
+        args += ["-o", tmp_path / "sites.tsv", "--summary", link]
+    elif which == "cas-offinder":
+        args += ["--format", "cas-offinder", "-o", link]
+    else:
+        args += ["-o", link]
+    result = run_seqsift(*args, umask=umask)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and real_target.is_file()
+    assert stat.S_IMODE(real_target.stat().st_mode) == mode
+    if which == "gzip":
+        import gzip
+
+        assert gzip.decompress(real_target.read_bytes()).decode().startswith("guide\trecord\tstart")
+
+
+# -- 5. Ctrl-C stops a crispr job whose task is stuck in a kernel --------------------------------
+
+def test_ctrl_c_ends_a_crispr_job_while_a_kernel_still_runs(job):
+    """The CPU crispr job's tasks run in this process's threads; a task in a long Numba kernel
+    (here: one that never returns) must not keep the interrupted job from ending."""
+    reference, guides = job
+    script = textwrap.dedent(f"""
+        import os, signal, threading
+        import seqsift
+        import seqsift.kernels.crispr as family
+
+        started = threading.Event()
+
+        def stuck(*args, **kwargs):  # a kernel that never returns
+            started.set()
+            threading.Event().wait()
+
+        family.pam_first_cpu = stuck
+        family.vectorized_cpu = stuck
+
+        def press_ctrl_c():
+            started.wait()
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        try:
+            seqsift.crispr({str(reference)!r}, {str(guides)!r}, "NGG", 3, backend="cpu")
+        except KeyboardInterrupt:
+            print("interrupted")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "interrupted", result.stderr
+
+
+# -- 6. patterns from standard input --------------------------------------------------------------
+
+def test_patterns_dash_are_read_from_standard_input(job, tmp_path):
+    reference, guides = job
+    from_file = run_seqsift("search", reference, guides, "-k", "1", "--backend", "cpu", "--no-progress")
+    from_stdin = subprocess.run(seqsift_command("search", reference, "-", "-k", "1", "--backend", "cpu",
+                                                "--no-progress"),
+                                input=guides.read_text(), capture_output=True, text=True, timeout=300)
+    assert from_stdin.returncode == 0, from_stdin.stderr
+    assert from_stdin.stdout == from_file.stdout and from_stdin.stdout.count("\n") > 5
+
+
+# -- 7. screen | head ends as search | head does ----------------------------------------------------
+
+def test_screen_into_a_closed_pipe_exits_141_quietly(tmp_path):
+    rng = random.Random(7)
+    queries = tmp_path / "q.fa"
+    queries.write_text("".join(f">q{i}\n{''.join(rng.choice('ACGT') for _ in range(40))}\n" for i in range(800)))
+    screen = subprocess.Popen(seqsift_command("screen", queries, queries, "--all-vs-all", "--backend", "cpu",
+                                              "--no-progress"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert screen.stdout.readline().startswith(b"query\ttarget")
+    screen.stdout.close()  # like `| head -1`
+    assert screen.wait(timeout=300) == 141
+    assert screen.stderr.read() == b""
+
+
+# -- 8. protein is not searched as DNA ---------------------------------------------------------------
+
+PROTEIN = "MKVLAAGIVGLLLAQPAMAEEKPTSRDWLVHHEFRIQNGSQWYCTKLMDEPSARGHVQLTTYDFNWISPKVL" * 3
+
+
+@pytest.mark.parametrize("command", ["search", "crispr", "screen"])
+def test_a_protein_fasta_is_refused_naming_the_file_and_record(tmp_path, command):
+    protein = tmp_path / "proteins.fa"
+    protein.write_text(">sp|P12345|EXAMPLE some protein\n" + PROTEIN + "\n")
+    if command == "screen":
+        result = run_seqsift("screen", protein, protein, "--backend", "cpu")
+    else:
+        result = run_seqsift(command, protein, "ACGTACGTACGTACGTACGT", "-k", "1", "--backend", "cpu")
+    one_line_error(result, str(protein), "sp|P12345|EXAMPLE", "looks like protein")
+
+
+def test_dna_with_ambiguity_codes_and_soft_masking_is_not_protein(tmp_path):
+    dna = "acgtnnnnACGTRYKMACGTACGTNNNNNNNNacgtacgtacgtacgtSWACGT" * 20
+    reference = tmp_path / "dna.fa"
+    reference.write_text(">chrUn_masked\n" + dna + "\n")
+    result = run_seqsift("search", reference, "ACGTACGTACGT", "-k", "0", "--backend", "cpu", "--no-progress")
+    assert result.returncode == 0, result.stderr
+
+
+# -- 9, 10. output paths that are not the caller's to replace, or not writable at all ----------------
+
+@needs_root
+def test_an_empty_output_folder_of_another_user_is_kept_and_filled(job, tmp_path):
+    reference, guides = job
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chown(folder, OTHER_UID, OTHER_UID)
+    folder.chmod(0o777)
+    result = run_seqsift("search", reference, guides, "-k", "1", "--backend", "cpu", "--no-progress",
+                         "-o", f"{folder}/")
+    assert result.returncode == 0, result.stderr
+    info = folder.stat()
+    assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (OTHER_UID, 0o777)
+    assert sorted(p.name for p in folder.iterdir()) == ["part-00000.parquet"]
+
+
+def test_an_output_where_nothing_can_be_written_is_one_line_and_status_2(job):
+    reference, guides = job
+    result = run_seqsift("search", reference, guides, "-k", "1", "--backend", "cpu", "-o", "/proc/hits.tsv")
+    one_line_error(result, "/proc/hits.tsv")
+    assert "Errno" not in result.stderr
+
+
+# -- 12. the tests leave the user's cache alone --------------------------------------------------------
+
+def test_this_test_session_writes_into_a_cache_of_its_own():
+    from seqsift.cache import cache_directory
+
+    assert os.path.basename(str(cache_directory(create=False))).startswith("seqsift-test-cache-")
+    assert not str(cache_directory(create=False)).startswith(os.path.expanduser("~/.cache"))
