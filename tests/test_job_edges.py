@@ -280,3 +280,121 @@ def test_this_test_session_writes_into_a_cache_of_its_own():
 
     assert os.path.basename(str(cache_directory(create=False))).startswith("seqsift-test-cache-")
     assert not str(cache_directory(create=False)).startswith(os.path.expanduser("~/.cache"))
+
+
+# -- section 4: what CRISPR users expect ------------------------------------------------------------
+
+def naive_merge(sites, window: int):
+    """The sites --merge W keeps, by a plain loop over each (record, guide, strand)'s sites in start order."""
+    kept = []
+    for _, group in sites.groupby(["record", "guide", "strand"], sort=False):
+        group = group.sort_values("start", kind="stable")
+        cluster = []
+        for row in group.itertuples(index=False):
+            if cluster and row.start - cluster[-1].start > window:
+                kept.append(_best(cluster))
+                cluster = []
+            cluster.append(row)
+        kept.append(_best(cluster))
+    return sorted(tuple(getattr(row, c) for c in ("record", "start", "end", "guide", "strand")) for row in kept)
+
+
+def _best(cluster):
+    def rank(row):
+        cfd = -1.0 if row.cfd != row.cfd else row.cfd  # NaN: lowest
+        return (row.mismatches + row.bulge_size, -cfd, row.start, row.end - row.start)
+    return min(cluster, key=rank)
+
+
+@pytest.mark.parametrize("window", [0, 3, 40])
+def test_merge_keeps_one_site_per_cluster_as_a_plain_loop_does(tmp_path, window, client):
+    import seqsift
+
+    rng = random.Random(window)
+    unit = "".join(rng.choice("ACGT") for _ in range(23))
+    # Repeats of one site with mutations, a few bases apart: clusters that cross task boundaries.
+    genome = "".join(rng.choice("ACGT") for _ in range(300))
+    for copy in range(60):
+        mutated = list(unit)
+        mutated[rng.randrange(20)] = rng.choice("ACGT")
+        genome += "".join(mutated)[:20] + "AGG" + "".join(rng.choice("ACGT") for _ in range(rng.randint(0, 30)))
+    reference = write_fasta(tmp_path / "ref.fa", [("chrA", genome), ("chrB", genome[::-1])])
+    guides = [("g", unit[:20]), ("h", unit[2:22])]
+    options = dict(backend="cpu", client=client, chunk_size=500, guide_batch_size=1, dna_bulge=1, rna_bulge=1)
+    every = seqsift.crispr(str(reference), guides, "NGG", 3, **options)
+    merged = seqsift.crispr(str(reference), guides, "NGG", 3, merge=window, **options)
+    got = [tuple(r) for r in merged[["record", "start", "end", "guide", "strand"]].itertuples(index=False)]
+    assert sorted(got) == naive_merge(every, window)
+    assert len(merged) < len(every)
+    # In output order, as every crispr output: the records' order, then start, end, guide, strand.
+    order = [(["chrA", "chrB"].index(r), s, e, ["g", "h"].index(g), strand) for r, s, e, g, strand in got]
+    assert order == sorted(order)
+
+
+def test_guides_given_with_their_pam_get_one_note(job, tmp_path):
+    reference, guides = job
+    with_pam = tmp_path / "with_pam.txt"
+    with_pam.write_text("".join(g + "AGG\n" for g in guides.read_text().split()))
+    result = run_seqsift("crispr", reference, with_pam, "-k", "3", "--backend", "cpu", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("give guides without their PAM") == 1
+    plain = run_seqsift("crispr", reference, guides, "-k", "3", "--backend", "cpu", "--no-progress")
+    assert "without their PAM" not in plain.stderr
+
+
+def test_cfd_and_mit_are_written_to_six_significant_digits(job, tmp_path):
+    import pandas as pd
+
+    from seqsift.crispr.output import significant_digits
+
+    values = np.array([0.123456789, 98.7654321, 1e-7 * 1.23456789, 0.0, np.nan, 100.0])
+    rounded = significant_digits(values, 6)
+    assert [f"{v:.10g}" for v in rounded[:4]] == ["0.123457", "98.7654", "1.23457e-07", "0"]
+    assert np.isnan(rounded[4]) and rounded[5] == 100.0
+    reference, guides = job
+    out = tmp_path / "sites.tsv"
+    assert run_seqsift("crispr", reference, guides, "-k", "4", "--backend", "cpu", "--no-progress",
+                       "-o", out).returncode == 0
+    for column in ("cfd", "mit"):
+        for text in pd.read_csv(out, sep="\t", dtype=str)[column].dropna():
+            assert len(text.replace(".", "").replace("-", "").lstrip("0").split("e")[0]) <= 6, text
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{missing}\nNNNNNNNNNNNNNNNNNNNNNGG\nGACGCATAAAGATGAGACGCNNN 3\n", "line 1: genome"),
+    ("{genome}\nNNNNNNNNNNNNNNNNNNNNNGG\nGACGCATAAAGATGAGACGCNNN 20\n", "line 3: 20 mismatches"),
+])
+def test_an_error_in_a_cas_offinder_input_names_the_file_and_line(job, tmp_path, content, fragment):
+    reference, _ = job
+    spec = tmp_path / "input.txt"
+    spec.write_text(content.format(missing=tmp_path / "absent.fa", genome=reference))
+    one_line_error(run_seqsift("crispr", "--cas-offinder", spec, "--backend", "cpu"), str(spec), fragment)
+
+
+def test_no_score_note_with_the_cas_offinder_format(job, tmp_path):
+    reference, guides = job
+    short = tmp_path / "short.txt"
+    short.write_text("".join(g[:18] + "\n" for g in guides.read_text().split()))
+    result = run_seqsift("crispr", reference, short, "-k", "3", "--backend", "cpu", "--no-progress",
+                         "--format", "cas-offinder")
+    assert result.returncode == 0 and "cfd and mit" not in result.stderr
+
+
+def test_cache_list_and_clear_show_and_remove_cached_references(job, tmp_path, monkeypatch):
+    reference, guides = job
+    copy = tmp_path / "copy.fa"
+    copy.write_bytes(open(reference, "rb").read())
+    cache = tmp_path / "cache"
+    env = {**os.environ, "SEQSIFT_CACHE": str(cache)}
+
+    def seqsift_with_cache(*args):
+        return subprocess.run(seqsift_command(*args), env=env, capture_output=True, text=True, timeout=300)
+
+    assert seqsift_with_cache("search", copy, guides, "-k", "0", "--backend", "cpu").returncode == 0
+    listed = seqsift_with_cache("cache", "--list")
+    assert listed.returncode == 0 and "copy." in listed.stdout and "in all (1 cached reference version" in \
+        listed.stdout
+    cleared = seqsift_with_cache("cache", "--clear")
+    assert cleared.returncode == 0 and "removed" in cleared.stdout
+    assert not (cache / "reference").exists()
+    assert "in all (0 cached reference versions" in seqsift_with_cache("cache", "--list").stdout

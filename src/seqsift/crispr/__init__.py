@@ -33,7 +33,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
            cas_offinder=None, strand: str = "both", backend: str = "auto", workers: int | None = None,
            gpus=None, scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            chunk_size: int | None = None, guide_batch_size: int | None = None, progress: bool = False,
-           resume: bool = False, wait_for_lock: bool = False):
+           resume: bool = False, wait_for_lock: bool = False, merge: int | None = None):
     """Every off-target site of ``guides`` in ``reference`` (see the README's ``seqsift crispr``).
 
     reference   FASTA file (plain, BGZF or gzip), or a folder of them (each searched in turn)
@@ -49,6 +49,9 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
                   ``reference``, ``guides``, ``pam``, ``pam_side``, ``mismatches`` and the bulges
     resume      with ``output``: reuse the tasks an interrupted run saved beside it, run only the rest
     wait_for_lock  with ``output``: wait for another job writing the same file (default: an InputError)
+    merge       W: keep one site per guide and strand among sites whose starts lie within W bases of each
+                other (chained), the one with the fewest mismatches + bulge bases, then the highest CFD
+                (CRISPRme's convention; crispr/merge.py); None (default): every site
     """
     # Here, not at the top: pandas, distributed and Numba load when a job runs, not with `import seqsift`.
     from .output import SiteOutput
@@ -82,6 +85,9 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     if output_format == "cas-offinder" and crrna is None:
         pad = "N" * len(pam)
         crrna = [g + pad if pam_side == 3 else pad + g for g in guide_set.sequences]
+    if merge is not None and (isinstance(merge, bool) or not isinstance(merge, (int, np.integer)) or merge < 0):
+        raise InputError(f"--merge: the window must be a whole number of bases >= 0, not {merge!r}")
+    _warn_if_guides_carry_their_pam(guide_set, pam, pam_side)
     if rna_bulge and int(guide_set.lengths.min()) < rna_bulge + 2:
         raise InputError(f"an RNA bulge of {rna_bulge} needs guides of at least {rna_bulge + 2} bases")
     inputs = {"reference": reference, "guide file": guides, "Cas-OFFinder input": cas_offinder}
@@ -111,13 +117,32 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
                               summary=None if summary is None else str(summary))
         job = CrisprJob(references=references, guides=guide_set, limits=tuple(limits), pam=pam, pam_side=pam_side,
                         dna_bulge=dna_bulge, rna_bulge=rna_bulge, strands=STRAND_CHOICES[strand], backend=backend,
-                        output=settings)
+                        output=settings, merge_window=None if merge is None else int(merge))
         if client is None and backend == "cpu" and not (scheduler or scheduler_file):
             # The job's own task threads in this process: a small job is done sooner than Numba would
             # start. Worker processes of a given cluster outlive the job and pay that start once: Numba.
             job = dataclasses.replace(job, small=job.small_enough())
         return run.run(job, layout={"chunk_size": chunk_size, "guide_batch_size": guide_batch_size},
                        progress=progress)
+
+
+SPACER_LENGTHS = range(17, 25)
+"""Guide (spacer) lengths in use: SpCas9 17-20 (truncated guides included), Cas12a 20-24."""
+
+
+def _warn_if_guides_carry_their_pam(guides: PatternSet, pam: str, pam_side: int) -> None:
+    """One note when every guide ends (at the PAM's side) in a match of the PAM and would be a usual
+    spacer without it: guides are given without their PAM, and such a job finds almost nothing."""
+    from ..alphabet import pattern_masks
+
+    pam_masks = pattern_masks(pam)
+    for sequence in guides.sequences:
+        end = sequence[-len(pam):] if pam_side == 3 else sequence[:len(pam)]
+        if len(sequence) - len(pam) not in SPACER_LENGTHS or any(
+                (pattern_masks(letter)[0] & ~mask) for letter, mask in zip(end.upper(), pam_masks)):
+            return
+    note(f"every guide ends in a match of the PAM {pam} on its {pam_side}' side and is {len(pam)} bases longer "
+         f"than a usual spacer: give guides without their PAM (seqsift adds --pam to each)")
 
 
 def _limits(mismatches, guides: PatternSet) -> list[int]:

@@ -41,6 +41,10 @@ def add_crispr_parser(subcommands) -> argparse.ArgumentParser:
     c.add_argument("--format", default="auto", choices=["auto", "cas-offinder"], dest="output_format",
                    help="auto: by the -o suffix (default); cas-offinder: Cas-OFFinder's output lines")
     c.add_argument("--summary", metavar="FILE", help="per-guide site counts and MIT/CFD specificity (TSV)")
+    c.add_argument("--merge", type=whole_number, metavar="W",
+                   help="keep one site per guide and strand among sites whose starts lie within W bases (the "
+                        "fewest mismatches + bulge bases, then the highest CFD; CRISPRme uses 3); default: "
+                        "every site")
     c.add_argument("--cas-offinder", metavar="INPUT",
                    help="read a Cas-OFFinder input file (genome, pattern, guides with their limits) instead of "
                         "REF, GUIDES, --pam, -k and the bulge options")
@@ -74,6 +78,7 @@ def cmd_crispr(args) -> int:
                       pam_side=args.pam_side, dna_bulge=args.dna_bulge, rna_bulge=args.rna_bulge)
     source.setdefault("reference", None)
     crispr(**source, output=args.output or "-", output_format=args.output_format, summary=args.summary,
-           strand=args.strand, resume=args.resume, wait_for_lock=args.wait_for_lock, chunk_size=args.chunk_size,
+           strand=args.strand, resume=args.resume, wait_for_lock=args.wait_for_lock, merge=args.merge,
+           chunk_size=args.chunk_size,
            guide_batch_size=args.pattern_batch, **run_options(args))
     return 0

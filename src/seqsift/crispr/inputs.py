@@ -143,9 +143,14 @@ def read_cas_offinder_input(path) -> CasOffinderInput:
     if pam_length >= len(pattern):
         raise InputError(f"{display}: guide lines are all N: no guide bases to search for")
     pam = pattern[-pam_length:] if three_prime else pattern[:pam_length]
+    if not Path(genome).exists():
+        raise InputError(f"{display}: line 1: genome {genome}: no such file or folder")
     names, sequences, limits = [], [], []
     for number, sequence, limit, name in entries:
         guide = sequence[:-pam_length] if three_prime else sequence[pam_length:]
+        if limit >= len(guide):
+            raise InputError(f"{display}: line {number}: {limit} mismatches allowed in a guide of {len(guide)} "
+                             f"bases would match everywhere; allow fewer than the guide's length")
         if name is not None and name in names:
             raise InputError(f"{display}: line {number}: guide name {quote(name)} is used twice; names must be unique")
         names.append(name if name is not None else f"line_{number}")
@@ -166,6 +171,7 @@ def reference_files(genome: str, origin: str) -> list[str]:
             raise InputError(f"{origin}: folder {genome} holds no FASTA files ({', '.join(FASTA_SUFFIXES)})")
         return files
     if not path.exists():
-        raise InputError(f"{origin}: genome {genome}: no such file or folder")
+        raise InputError(f"{origin}: line 1: genome {genome}: no such file or folder" if origin != "reference"
+                         else f"{genome}: no such file or folder")
     return [genome]
 

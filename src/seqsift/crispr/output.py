@@ -63,6 +63,16 @@ def site_writer(job, output):
                                             job.rna_bulge), settings.summary)
 
 
+def significant_digits(values: np.ndarray, digits: int) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits (NaN, inf and 0 as they are)."""
+    out = np.array(values, dtype=np.float64)
+    finite = np.isfinite(out) & (out != 0)
+    exponent = np.floor(np.log10(np.abs(out[finite])))
+    scale = np.power(10.0, digits - 1 - exponent)
+    out[finite] = np.round(out[finite] * scale) / scale
+    return out
+
+
 def _large_strings(names):
     import pyarrow as pa
 
@@ -125,8 +135,8 @@ class SiteWriter:
                 arrays[name] = arrow_text(rows[name])
                 continue
             values = rows[name].to_numpy()
-            if values.dtype.kind == "f":
-                arrays[name] = pa.array(values, from_pandas=True)  # NaN -> null: an empty TSV field
+            if values.dtype.kind == "f":  # CFD, MIT: 6 significant digits; NaN -> null: an empty TSV field
+                arrays[name] = pa.array(significant_digits(values, 6), from_pandas=True)
             else:
                 arrays[name] = pa.array(values)
         if self.table.format == "bed":

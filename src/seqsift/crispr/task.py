@@ -72,6 +72,7 @@ class CrisprJob:
     backend: str
     small: bool = False        # run the NumPy kernel (kernels.crispr.small_job), never Numba; crispr() decides
     output: object = None      # crispr.output.SiteOutput: how the client writes the rows (format, summary)
+    merge_window: int | None = None  # --merge W: one site per guide and strand per cluster (crispr/merge.py)
     _rows: Memo = field(default_factory=Memo, init=False, compare=False, repr=False)  # per guide range
 
     @property
@@ -173,8 +174,13 @@ class CrisprJob:
     def task(job: "CrisprJob", unit: CrisprUnit, guide_range: range) -> pd.DataFrame:
         return run_crispr_task(job, unit, guide_range)
 
-    def collector(self, plan: Plan, spill_rows: int) -> "SiteRows":
-        return SiteRows(plan.units, self.halo)
+    def collector(self, plan: Plan, spill_rows: int):
+        rows = SiteRows(plan.units, self.halo)
+        if self.merge_window is None:
+            return rows
+        from .merge import MergedSites
+
+        return MergedSites(rows, self.merge_window)
 
     def writer(self, output):
         from .output import site_writer
