@@ -389,8 +389,6 @@ BAD_REFERENCES = {
     "binary": (bytes(range(256)) * 4, ["binary"]),
     "text": (b"hello world\n>chr1\nACGT\n", ["line 1", "'hello world'"]),
     "bzip2": (b"BZh91AY&SY" + b"\x00" * 20, ["bzip2"]),
-    "no_sequence": (b">chr1\nACGT\n>chr2 nothing here\n>chr3\nAC\n", ["record 'chr2'", "no sequence"]),
-    "last_no_sequence": (b">chr1\nACGT\n>chr2\n", ["record 'chr2'", "no sequence"]),
     "duplicate": (b">chr1 a\nACGT\n>chr2\nAC\n>chr1 b\nGG\n", ["'chr1'", "used twice", "records 1 and 3"]),
     "nameless_header": (b">chr1\nACGT\n> \nACGT\n", ["line 3", "no record name"]),
     "non_ascii_sequence": (">chr1\nACGT\nAC\u00e9T\n".encode(), ["line 3", "non-ASCII", "'chr1'"]),
@@ -408,7 +406,21 @@ def test_bad_reference(tmp_path, case):
     one_line_error(excinfo, str(path), *needles)
 
 
-@pytest.mark.parametrize("case", ["fastq", "empty", "duplicate", "no_sequence"])
+@pytest.mark.parametrize("data, expected", [
+    (b">chr1\nACGT\n>chr2 nothing here\n>chr3\nAC\n", ("chr2", "(record 2) has no sequence")),
+    (b">chr1\nACGT\n>chr2\n>chr3\n", ("chr2", "(record 2) and 1 more record have no sequence")),
+])
+@pytest.mark.parametrize("compress", [False, True])
+def test_records_without_bases_are_kept_with_one_note(tmp_path, capsys, data, expected, compress):
+    path = tmp_path / ("empty_records.fa.gz" if compress else "empty_records.fa")
+    path.write_bytes(gzip.compress(data) if compress else data)
+    reference = open_reference(path)
+    assert 0 in set(int(n) for n in reference.lengths) and len(reference.names) == 3
+    notes = [line for line in capsys.readouterr().err.splitlines() if "no sequence" in line]
+    assert len(notes) == 1 and notes[0].startswith("seqsift: note: ") and all(part in notes[0] for part in expected)
+
+
+@pytest.mark.parametrize("case", ["fastq", "empty", "duplicate"])
 def test_bad_reference_inside_gzip(tmp_path, case):
     data, needles = BAD_REFERENCES[case]
     path = tmp_path / f"{case}.fa.gz"

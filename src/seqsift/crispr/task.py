@@ -11,6 +11,7 @@ keeps rows in reference order with :class:`SiteRows`.
 """
 from __future__ import annotations
 
+import dataclasses
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,12 +21,12 @@ import pandas as pd
 
 from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
 from ..runtime.columns import arrow_strings, text_column
-from ..runtime.windows import read_chunk
+from ..runtime.windows import read_chunk, read_packed
 from ..kernels.cuda import task_stream
-from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, find_sites,
-                              orient_guides, site_halo, small_job)
+from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX_BULGE, GuideRows, SiteHits,
+                              find_sites, orient_guides, site_halo, small_job)
 from ..memo import Memo
-from ..partitioning import ChunkGroup, default_chunk_size, plan_chunks
+from ..partitioning import ChunkGroup, PackedRecords, default_chunk_size, plan_chunks, record_gap
 from ..pattern_set import PatternSet
 from ..runtime.job import Plan
 from ..runtime.order import sort_rows as sort_by_columns
@@ -155,7 +156,8 @@ class CrisprJob:
         batch_size = layout.get("guide_batch_size") or DEFAULT_GUIDE_BATCH[self.backend]
         units, offset = [], 0
         for number, reference in enumerate(self.references):
-            for group in plan_chunks(reference.lengths, chunk_size, self.halo, min_length=self.shortest_site):
+            for group in plan_chunks(reference.lengths, chunk_size, self.halo, min_length=self.shortest_site,
+                                     gap=record_gap("hamming", 0)):
                 units.append(CrisprUnit(len(units), number, offset, group))
             offset += len(reference.names)
         return Plan(units=units, batches=self.guides.batches(batch_size), weights=[u.bases for u in units],
@@ -195,16 +197,45 @@ def run_crispr_task(job: CrisprJob, unit: CrisprUnit, guide_range: range) -> pd.
     frames = []
     on_device = job.backend == "cuda"
     with (task_stream() if on_device else nullcontext()):  # each task thread's kernels on a stream of its own
-        for chunk in unit.group.chunks:
+        if isinstance(unit.group, PackedRecords):
+            frames = _search_packed(job, rows, reference, unit, on_device)
+        for chunk in getattr(unit.group, "chunks", ()):
             window = read_chunk(reference, chunk, need_raw=True, on_device=on_device)
             text = window.device if on_device else window.codes
             hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi,
                               small=job.small)
             if len(hits):
-                frames.append(_rows_for_chunk(job, rows, chunk, unit.record_offset, window.raw, hits.sorted()))
+                count = len(hits)
+                frames.append(_site_rows(job, rows, hits.sorted(), window.raw,
+                                         record=np.full(count, unit.record_offset + chunk.record_index, np.int32),
+                                         record_raw_start=np.full(count, -chunk.read_start, np.int64)))
     if not frames:
         return empty_rows()
     return sort_rows(pd.concat(frames, ignore_index=True))
+
+
+def _search_packed(job: CrisprJob, rows: GuideRows, reference, unit: CrisprUnit, on_device: bool) -> list:
+    """Whole records packed into one text (partitioning.PackedRecords): one kernel call for all of them;
+    sites mapped to their records at once, and those that touch a separator dropped."""
+    group = unit.group
+    window = read_packed(reference, group, on_device=on_device)
+    hits = find_sites(job.backend, window.device if on_device else window.codes, rows, job.dna_bulge, job.rna_bulge,
+                      0, group.text_length, small=job.small)
+    if len(hits) == 0:
+        return []
+    hits = hits.sorted()
+    record, text_start = group.records_of(hits.start, hits.start + hits.length)
+    inside = record >= 0
+    if not inside.all():
+        hits = SiteHits(*(getattr(hits, f)[inside] for f in SiteHits.__dataclass_fields__))
+        record, text_start = record[inside], text_start[inside]
+    if len(hits) == 0:
+        return []
+    raw_start = group.raw_starts[record - group.first]
+    # In the raw bytes (records back to back), where the site strings are cut from.
+    hits = dataclasses.replace(hits, start=hits.start + (raw_start - text_start))
+    return [_site_rows(job, rows, hits, window.raw, record=(record + unit.record_offset).astype(np.int32),
+                       record_raw_start=raw_start)]
 
 
 SORT_KEYS = ("record", "start", "end", "guide", "strand")
@@ -239,13 +270,16 @@ class SiteRows:
             yield rows
             return
         following = self.units[unit.index + 1]
-        first = following.group.chunks[0]
-        first_record = following.record_offset + first.record_index
-        # Final: the rows before (first_record, first.core_start - halo), a prefix of the sorted rows.
+        if isinstance(following.group, PackedRecords):  # whole records: none of its sites starts before them
+            first_record, first_start = following.record_offset + following.group.first, 0
+        else:
+            first = following.group.chunks[0]
+            first_record, first_start = following.record_offset + first.record_index, first.core_start - self.halo
+        # Final: the rows before (first_record, first_start), a prefix of the sorted rows.
         record, start = rows["record"].to_numpy(), rows["start"].to_numpy()
         low, high = np.searchsorted(record, first_record, side="left"), np.searchsorted(record, first_record,
                                                                                         side="right")
-        final = int(low + np.searchsorted(start[low:high], first.core_start - self.halo, side="left"))
+        final = int(low + np.searchsorted(start[low:high], first_start, side="left"))
         self.pending = rows.iloc[final:].reset_index(drop=True) if final < len(rows) else None
         if final:
             yield rows.iloc[:final]
@@ -273,8 +307,11 @@ def empty_rows() -> pd.DataFrame:
                          for name, dtype in ROW_DTYPES.items()})
 
 
-def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, record_offset: int, raw: np.ndarray, hits) -> pd.DataFrame:
-    """Rows of one chunk's hits, in the hits' order; ``raw`` holds the window's bytes as in the file (uint8).
+def _site_rows(job: CrisprJob, rows: GuideRows, hits, raw: np.ndarray, record: np.ndarray,
+               record_raw_start: np.ndarray) -> pd.DataFrame:
+    """Rows of one searched text's hits, in the hits' order: ``hits.start`` in ``raw`` (the bytes as in the
+    file, uint8), each hit's record (numbered across the job's files) and where that record starts in
+    ``raw`` (negative for a chunk's window, which starts inside its record).
 
     Hits of one shape (bulge type and size, guide length, strand) have sites of
     one width: each shape's sites are built at once as byte matrices
@@ -315,9 +352,9 @@ def _rows_for_chunk(job: CrisprJob, rows: GuideRows, chunk, record_offset: int, 
         gapped_order = np.concatenate(gapped_hits)
         aligned_index[gapped_order] = len(candidates) + np.arange(len(gapped_order))
         candidates = pa.concat_arrays([candidates, _arrow_strings(gapped)])
-    start = hits.start + chunk.read_start
+    start = hits.start - record_raw_start
     return pd.DataFrame({
-        "record": np.full(count, record_offset + chunk.record_index, dtype=np.int32),
+        "record": record,
         "start": start.astype(np.int64),
         "end": (start + hits.length).astype(np.int64),
         "guide": guide,

@@ -190,6 +190,30 @@ class Reference:
             return None
         return self.genome_path, int(self.record_starts[i]) + start
 
+    def read_records(self, first: int, stop: int) -> np.ndarray:
+        """The bases of records ``first .. stop - 1`` back to back (no separator), case as in the file.
+
+        With the genome cache, whose records lie back to back, this is one view
+        of its map (no copy, one read however many records); without it, the
+        records' reads joined.
+        """
+        first, stop = int(first), int(stop)
+        if not 0 <= first <= stop <= len(self.names):
+            raise IndexError(f"{self.display_name}: no records {first}..{stop - 1} (it has {len(self.names)})")
+        if first == stop:
+            return np.empty(0, dtype=np.uint8)
+        if self.genome_path is None:
+            return np.concatenate([self.read_view(i, 0, int(self.lengths[i])) for i in range(first, stop)])
+        begin = int(self.record_starts[first])
+        return _open_handle(self)[begin:begin + int(self.lengths[first:stop].sum())]
+
+    def cached_records_range(self, first: int, stop: int) -> tuple[str, int, int] | None:
+        """(file, byte offset, length) where records ``first .. stop - 1`` lie back to back in the genome
+        cache (a reader can ``pread`` them at once), or None without the cache."""
+        if self.genome_path is None or first >= stop:
+            return None
+        return self.genome_path, int(self.record_starts[first]), int(self.lengths[first:stop].sum())
+
     def _checked(self, record_index, start, end) -> tuple[int, int, int]:
         i = int(record_index)
         if not 0 <= i < len(self.names):
@@ -839,20 +863,28 @@ def _read_fai(fai: Path, display: str):
 
 
 def _check_records(names: tuple[str, ...], lengths: np.ndarray, display: str) -> None:
-    """InputError unless there is a record, each has bases, and names are unique."""
+    """InputError unless there is a record and names are unique; a note for records without bases.
+
+    Records without bases (a filtered contig's header left behind) hold no
+    hit; they are kept, so that record numbers stay those of the file, and
+    said once. Written for a million records: one set of the names, a loop
+    only to name the duplicate in the message.
+    """
     if not names:
         raise InputError(f"{display}: contains no FASTA records")
-    first_seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in first_seen:
-            raise InputError(f"{display}: record name '{name}' is used twice (records {first_seen[name] + 1} "
-                             f"and {i + 1}); record names (the first word of each '>' line) must be unique")
-        first_seen[name] = i
-    empty = np.flatnonzero(lengths == 0)
+    if len(set(names)) != len(names):
+        first_seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name in first_seen:
+                raise InputError(f"{display}: record name '{name}' is used twice (records {first_seen[name] + 1} "
+                                 f"and {i + 1}); record names (the first word of each '>' line) must be unique")
+            first_seen[name] = i
+    empty = np.flatnonzero(np.asarray(lengths) == 0)
     if empty.size:
         i = int(empty[0])
-        others = f" (and {empty.size - 1} more records)" if empty.size > 1 else ""
-        raise InputError(f"{display}: record '{names[i]}' (record {i + 1}) has no sequence{others}")
+        others = f" and {empty.size - 1} more record{'s' if empty.size != 2 else ''}" if empty.size > 1 else ""
+        note(f"{display}: record '{names[i]}' (record {i + 1}){others} {'have' if others else 'has'} no sequence "
+             f"and can hold no hit")
 
 
 # --- the slow, exact pass: precise errors and ragged-line normalisation --------------

@@ -356,7 +356,7 @@ def out_of_device_memory(err: BaseException) -> bool:
 
 
 def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
-                  distance: np.ndarray, code_of: np.ndarray | None = None
+                  distance: np.ndarray, code_of: np.ndarray | None = None, lowest: np.ndarray | None = None
                   ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Start and extended CIGAR (=, X, I, D) of each given end, on the host: (starts, (offsets, data)).
 
@@ -364,6 +364,8 @@ def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np
     with ED(P, text[s:end]) == distance (DESIGN.md), and the CIGAR is an
     optimal alignment of P to text[s:end]. ``text``: text codes, or raw bytes
     with ``code_of`` (``alphabet.TEXT_CODE_ARRAY``) giving each byte's code.
+    ``lowest``: per hit, the smallest start allowed (its record's first base,
+    in a text of records back to back).
 
     Hit h's CIGAR is data[offsets[h]:offsets[h + 1]] (ASCII): the layout of
     an Arrow string array, built without a Python object per hit.
@@ -374,7 +376,7 @@ def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np
         return np.empty(0, np.int64), (np.zeros(1, np.int64), np.empty(0, np.uint8))
     starts, ops, op_offsets, op_counts = align_cpu.locate_ops(
         metric, text, batch.masks, batch.lengths, row, end, distance,
-        exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of)
+        exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of, lowest=lowest)
     return starts, align_cpu.cigar_buffer(ops, op_offsets, op_counts)
 
 

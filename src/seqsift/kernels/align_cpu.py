@@ -70,14 +70,15 @@ def hamming_ops(text, code_of, masks, lengths, rows, ends, op_offsets, ops, star
 
 
 @njit(cache=True)
-def _edit_locate_one(text, code_of, masks, row, m, end, d, ops, base, exact_bytes=False):
-    """Smallest start and forward alignment ops of one edit hit.
+def _edit_locate_one(text, code_of, masks, row, m, end, d, ops, base, exact_bytes=False, lowest=0):
+    """Smallest start (at least ``lowest``: the hit's record starts there) and forward alignment ops of
+    one edit hit.
 
     Returns (start, number of ops, status). The band of R is stored as
     band[i, j - i + d] (see the module docstring); INFINITE outside.
     """
     width = 2 * d + 1
-    j_max = min(end, m + d)  # text characters available before the end, at most m + d useful
+    j_max = min(end - lowest, m + d)  # text characters available before the end, at most m + d useful
     band = np.full((m + 1, width), INFINITE, np.int32)
     # Row 0: the empty pattern suffix against j text characters costs j (all D).
     for j in range(0, min(j_max, d) + 1):
@@ -135,7 +136,7 @@ def _edit_locate_one(text, code_of, masks, row, m, end, d, ops, base, exact_byte
 
 @njit(parallel=True, cache=True, nogil=True)
 def edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts, starts, status,
-             exact_bytes=False):
+             exact_bytes, lowest):
     """Starts and alignment ops of edit hits, in parallel over hits.
 
     Hit h may write at most lengths[row] + distance ops from op_offsets[h]
@@ -150,7 +151,7 @@ def edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, o
             continue
         start, count, bad = _edit_locate_one(text, code_of, masks, row, np.int64(lengths[row]),
                                              np.int64(ends[h]), np.int64(distances[h]),
-                                             ops, op_offsets[h], exact_bytes)
+                                             ops, op_offsets[h], exact_bytes, lowest[h])
         starts[h] = start
         op_counts[h] = count
         status[h] = bad
@@ -235,7 +236,7 @@ IDENTITY_CODES = np.arange(256, dtype=np.uint8)
 
 
 def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_bytes: bool = False,
-               code_of: np.ndarray | None = None):
+               code_of: np.ndarray | None = None, lowest: np.ndarray | None = None):
     """Starts and alignment ops of every hit: (starts, ops, op_offsets, op_counts).
 
     Hit h's ops (OP_MATCH ... OP_DELETION, forward order) are
@@ -247,9 +248,10 @@ def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_byte
 
     metric: "hamming" or "edit". For Hamming, start = end - m. For edit,
     start = the smallest s with ED(P, text[s:end]) == distance[h], which must
-    be d(end) as reported by the search kernel. Raises ValueError for another
-    metric, and when a hit does not fit in ``text`` or (edit) no start
-    reaches the given distance.
+    be d(end) as reported by the search kernel, and (edit) at least
+    ``lowest[h]`` where given: where the hit's record starts in a text of
+    records back to back. Raises ValueError for another metric, and when a
+    hit does not fit in ``text`` or (edit) no start reaches the given distance.
     """
     text = np.ascontiguousarray(text, dtype=np.uint8)
     code_of = IDENTITY_CODES if code_of is None else np.ascontiguousarray(code_of, dtype=np.uint8)
@@ -272,8 +274,9 @@ def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_byte
         op_offsets = np.cumsum(room) - room
         ops = np.empty(int(room.sum()), np.uint8)
         op_counts = np.zeros(hits, np.int64)
+        lowest = np.zeros(hits, np.int64) if lowest is None else np.ascontiguousarray(lowest, dtype=np.int64)
         edit_ops(text, code_of, masks, lengths, rows, ends, distances, op_offsets, ops, op_counts,
-                 starts, status, exact_bytes)
+                 starts, status, exact_bytes, lowest)
     else:
         raise ValueError(f"unknown metric {metric!r} (known: hamming, edit)")
     bad = np.flatnonzero(status)

@@ -215,7 +215,7 @@ class _WindowSlabs:
 _window_slabs = _WindowSlabs()
 
 
-def upload_and_encode(raw, encode: bool = True, clock=None):
+def upload_and_encode(raw, encode: bool = True, clock=None, into=None):
     """Host bytes -> a new device array; with ``encode``, translated to text codes there.
 
     ``raw`` is the newline-free FASTA bytes: bytes or a uint8 array, or a
@@ -230,7 +230,8 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
     host's profile (``benchmarks/bench_stage_read.py`` measures both ways).
     Returns when the codes are ready (the caller's kernels run on another
     stream). ``clock(stage)``: a context timing ``transfer`` and ``encode``
-    (seqsift.runtime.stages.timed), or None.
+    (seqsift.runtime.stages.timed), or None. ``into``: a device array of the
+    bytes' size to fill instead of a new window (a temporary one).
     """
     if isinstance(raw, FileRange):
         source, size = raw, raw.length
@@ -239,7 +240,7 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
         source = np.ascontiguousarray(source, dtype=np.uint8)
         size = source.size
     up = _uploader.ready()
-    device = _window_slabs.empty(size)
+    device = _window_slabs.empty(size) if into is None else into
     with up.stream, (clock("transfer") if clock else _no_clock()), _filler(source) as fill:
         for slice_index, first in enumerate(range(0, size, STAGE_BYTES)):
             count = min(STAGE_BYTES, size - first)
@@ -260,6 +261,36 @@ def upload_and_encode(raw, encode: bool = True, clock=None):
             up.stream.synchronize()
     up.stream.synchronize()
     return device
+
+
+def upload_and_encode_packed(raw, group, clock=None):
+    """The text of whole records packed together (partitioning.PackedRecords ``group``) on the device.
+
+    ``raw`` (bytes, an array or a FileRange, as for :func:`upload_and_encode`)
+    holds the records' bytes back to back, as the genome cache does: they
+    cross PCIe in one transfer into a temporary array, then encode.cu's
+    ``pack_records`` writes each record's text codes at its place in the
+    text, whose separators are the NEVER code. Returns the text (a new window).
+    """
+    import cupy
+
+    from ..alphabet import NEVER
+
+    size = raw.length if isinstance(raw, FileRange) else len(raw)
+    staged = upload_and_encode(raw, encode=False, clock=clock, into=cupy.empty(max(int(size), 1), dtype=cupy.uint8))
+    up = _uploader.ready()
+    text = _window_slabs.empty(group.text_length)
+    with up.stream, (clock("encode") if clock else _no_clock()):
+        text.fill(NEVER)
+        _, table = _encoder()
+        pack = load_module("encode/encode.cu").get_function("pack_records")
+        arrays = [cupy.asarray(a) for a in (group.raw_starts, group.text_starts, group.lengths)]
+        records = len(group.lengths)
+        if records:
+            pack((min(records, 65_535),), (ENCODE_THREADS,),
+                 (staged, *arrays, np.int64(records), table, text))
+        up.stream.synchronize()
+    return text
 
 
 @contextmanager

@@ -22,13 +22,14 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
 from ..alphabet import TEXT_CODE_ARRAY, TEXT_CODE_TABLE
 from . import stages
 
-__all__ = ["ChunkWindow", "read_chunk", "chunk_cache_budget", "device_cache_budget"]
+__all__ = ["ChunkWindow", "read_chunk", "read_packed", "chunk_cache_budget", "device_cache_budget"]
 
 
 def chunk_cache_budget() -> int:
@@ -62,15 +63,18 @@ def device_cache_budget() -> int:
     return int(cupy.cuda.Device().mem_info[1] * 0.4)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChunkWindow:
-    """One chunk's read window in the forms the tasks have needed so far.
+    """One window in the forms the tasks have needed so far (never changed once handed out).
 
     raw     the newline-free bytes as in the file (uint8), or None
     codes   text codes on the host (uint8), or None
     device  text codes on the GPU (a CuPy array), or None
     ``start`` is where the window starts in its record; a cached window that
     starts earlier serves a later start by slicing (:meth:`from_start`).
+    A window of packed records (:func:`read_packed`) starts at 0 and its
+    ``codes``/``device`` are the packed text, its ``raw`` the records' bytes
+    back to back (partitioning.PackedRecords: text and raw coordinates).
     """
 
     start: int
@@ -112,26 +116,47 @@ def read_chunk(reference, chunk, need_raw: bool = True, on_device: bool = False)
     FASTA again nor sends it to the GPU again. The key holds the file's size
     and modification time: a changed file is read afresh.
     """
+    # Windows are keyed by where they end; one that starts earlier (a longer
+    # halo, from a job with longer patterns) serves any later start by slicing.
+    return _read(reference, ("chunk", chunk.record_index, chunk.owned_end), chunk.read_start, need_raw, on_device,
+                 partial(_complete, reference, chunk))
+
+
+def read_packed(reference, group, on_device: bool = False, alphabet: str = "dna") -> ChunkWindow:
+    """The window of whole records packed into one text (partitioning.PackedRecords), cached as
+    :func:`read_chunk`'s.
+
+    ``raw``: the records' bytes back to back (a view of the genome cache: one
+    read however many records), where hits are located and their text
+    gathered; ``codes`` (host) or ``device`` (GPU): the packed text the
+    kernel searches, each record followed by ``group.gap`` separators (text
+    code NEVER; with ``alphabet`` "bytes" the bytes as they are and 0).
+    """
+    key = ("packed", group.first, group.stop, group.gap, alphabet)
+    return _read(reference, key, 0, True, on_device, partial(_complete_packed, reference, group, alphabet))
+
+
+def _read(reference, place: tuple, start: int, need_raw: bool, on_device: bool, complete) -> ChunkWindow:
+    """The window at ``place`` with what the task needs: this worker's cached one, or ``complete(window,
+    need_raw, on_device)``'s, which is then cached (module docstring)."""
     try:
         stat = os.stat(reference.path)
         identity = (reference.path, stat.st_size, stat.st_mtime_ns)
     except (OSError, AttributeError):  # not a file-backed reference: no caching
-        return _complete(reference, chunk, ChunkWindow(chunk.read_start), need_raw, on_device)
-    # Windows are keyed by where they end; one that starts earlier (a longer
-    # halo, from a job with longer patterns) serves any later start by slicing.
-    key = (identity, chunk.record_index, chunk.owned_end)
-    window = _cached_window(key, chunk.read_start)
+        return complete(ChunkWindow(start), need_raw, on_device)
+    key = (identity, *place)
+    window = _cached_window(key, start)
     if _has(window, need_raw, on_device):
         return window
     # One thread fills a window at a time: the other task thread, wanting the same
-    # chunk for another pattern batch, waits and then finds it in the cache.
+    # window for another pattern batch, waits and then finds it in the cache.
     with _loading_lock:
         loading = _loading.setdefault(key, threading.Lock())
     with loading:
-        window = _cached_window(key, chunk.read_start)
+        window = _cached_window(key, start)
         if _has(window, need_raw, on_device):
             return window
-        window = _complete(reference, chunk, window, need_raw, on_device)
+        window = complete(window, need_raw, on_device)
         with _chunk_cache_lock:
             # The completed window (it holds the cached forms too, sliced) replaces the entry.
             _forget(_chunk_cache.pop(key, None))
@@ -212,6 +237,32 @@ def _complete(reference, chunk, window: ChunkWindow, need_raw: bool, on_device: 
                 codes = np.frombuffer(reference.read(chunk.record_index, chunk.read_start, chunk.owned_end,
                                                      table=TEXT_CODE_TABLE), dtype=np.uint8)
     return ChunkWindow(chunk.read_start, raw, codes, device)
+
+
+def _complete_packed(reference, group, alphabet: str, window: ChunkWindow, need_raw: bool,
+                     on_device: bool) -> ChunkWindow:
+    """``window`` of packed records (read_packed) with the missing forms read, packed or uploaded."""
+    from ..alphabet import NEVER
+
+    raw, codes, device = window.raw, window.codes, window.device
+    if raw is None:
+        with stages.timed("read"):
+            raw = reference.read_records(group.first, group.stop)
+    if on_device and device is None:
+        from ..io.genome_cache import FileRange
+        from ..kernels.cuda import upload_and_encode_packed
+
+        where = getattr(reference, "cached_records_range", lambda first, stop: None)(group.first, group.stop)
+        source = FileRange(*where) if where is not None else raw
+        device = upload_and_encode_packed(source, group, clock=stages.timed if stages.enabled() else None)
+    if not on_device and codes is None:
+        from ..kernels.encode import IDENTITY, pack_records_cpu
+
+        table, separator = (TEXT_CODE_ARRAY, NEVER) if alphabet == "dna" else (IDENTITY, 0)
+        with stages.timed("encode"):
+            codes = pack_records_cpu(raw, group.raw_starts, group.text_starts, group.lengths, group.text_length,
+                                     table, separator)
+    return ChunkWindow(0, raw, codes, device)
 
 
 def _cached_range(reference, chunk):

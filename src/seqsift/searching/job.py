@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..cluster import worker_count
-from ..partitioning import default_chunk_size, halo_for, plan_chunks
+from ..partitioning import default_chunk_size, halo_for, plan_chunks, record_gap
 from ..io.patterns import shortest_hit_lengths
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.job import Plan
@@ -94,7 +94,8 @@ class SearchJob:
         chunk_size = layout.get("chunk_size") or default_chunk_size(
             self.backend, int(self.reference.lengths.sum()), worker_count(client))
         batch_size = layout.get("pattern_batch_size") or DEFAULT_PATTERN_BATCH[self.backend]
-        groups = plan_chunks(self.reference.lengths, chunk_size, self.halo, min_length=self.shortest_hit)
+        groups = plan_chunks(self.reference.lengths, chunk_size, self.halo, min_length=self.shortest_hit,
+                             gap=record_gap(self.metric, self.k))
         return Plan(units=groups, batches=self.patterns.batches(batch_size), weights=[g.bases for g in groups],
                     layout={"chunk_size": int(chunk_size), "pattern_batch_size": int(batch_size)},
                     unit_name="bp", label="searching")

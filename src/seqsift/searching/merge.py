@@ -32,7 +32,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from ..partitioning import Chunk, ChunkGroup, adjacent
+from ..partitioning import Chunk, ChunkGroup, PackedRecords, adjacent
 from .job import SearchJob
 from ..runtime.order import sort_rows as sort_by_columns
 from ..runtime.store import SpillFolder
@@ -49,7 +49,7 @@ class SearchRows:
     def __init__(self, job: SearchJob, spill_rows: int = SPILL_ROWS):
         self.merger = OrderedMerger(job, spill_rows)
 
-    def take(self, group: ChunkGroup, frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    def take(self, group, frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         rows = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         return self.merger.add_group(group, rows)
 
@@ -69,8 +69,14 @@ class OrderedMerger:
         self.emitted_runs: set[tuple[int, int]] = set()  # open runs whose locus is already final
         self.previous_chunk: Chunk | None = None
 
-    def add_group(self, group: ChunkGroup, rows: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    def add_group(self, group, rows: pd.DataFrame) -> Iterator[pd.DataFrame]:
         """Take one group's rows (any order); yield the rows that are now final, sorted."""
+        if isinstance(group, PackedRecords):  # whole records: no run goes on past them
+            self._close_open_runs()
+            self.previous_chunk = None
+            self.held.add(rows)
+            yield from self.held.release(before=(group.stop, -1))
+            return
         for chunk in group.chunks:
             chunk_rows = rows[rows["record"].to_numpy() == chunk.record_index] if len(group.chunks) > 1 else rows
             if self.job.joins_runs:

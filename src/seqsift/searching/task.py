@@ -23,17 +23,19 @@ from __future__ import annotations
 
 import threading
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .. import kernels
 from ..alphabet import TEXT_CODE_ARRAY
+from ..kernels import EndHits
 from ..kernels.cuda import task_stream
-from ..partitioning import ChunkGroup
+from ..partitioning import ChunkGroup, PackedRecords
 from ..runtime import stages
 from ..runtime.columns import string_column
-from ..runtime.windows import ChunkWindow, read_chunk
+from ..runtime.windows import read_chunk, read_packed
 from .job import SearchJob
 from .merge import sort_rows
 
@@ -94,8 +96,10 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
         return sort_rows(pd.concat(frames, ignore_index=True), job.reports_start)
 
 
-def _search_chunks(job: SearchJob, group: ChunkGroup, batch, on_device: bool) -> list[pd.DataFrame]:
-    """Each chunk's hit rows (chunks without hits left out)."""
+def _search_chunks(job: SearchJob, group, batch, on_device: bool) -> list[pd.DataFrame]:
+    """The group's hit rows, one frame per text searched (texts without hits left out)."""
+    if isinstance(group, PackedRecords):
+        return _search_packed(job, group, batch, on_device)
     frames = []
     for chunk in group.chunks:
         # A chunk searched on the GPU is located on the host from its raw bytes.
@@ -110,34 +114,80 @@ def _search_chunks(job: SearchJob, group: ChunkGroup, batch, on_device: bool) ->
                                      chunk.owned_lo, chunk.owned_hi)
         if len(hits) == 0:
             continue
+        hits = hits.sorted()
+        count = len(hits)
+        place = _Placement(record=np.full(count, chunk.record_index, dtype=np.int32),
+                           raw_shift=np.zeros(count, np.int64),
+                           record_raw_start=np.full(count, -chunk.read_start, dtype=np.int64))
+        # Located on the host codes where there are, else on the raw bytes through the code table.
+        locate_text = window.codes if window.codes is not None and job.alphabet == "dna" else window.raw
         with stages.timed("locate"):
-            frames.append(_rows_for_chunk(job, batch, chunk, window, hits.sorted()))
+            frames.append(_rows(job, batch, hits, place, window.raw, locate_text))
     return frames
 
 
-def _rows_for_chunk(job, batch, chunk, window: ChunkWindow, hits) -> pd.DataFrame:
+def _search_packed(job: SearchJob, group: PackedRecords, batch, on_device: bool) -> list[pd.DataFrame]:
+    """Whole records packed into one text (partitioning.PackedRecords): one kernel call for all of them;
+    each hit mapped to its record at once, and those that touch a separator dropped."""
+    window = read_packed(job.reference, group, on_device=on_device, alphabet=job.alphabet)
+    with stages.timed("kernel", device=on_device):
+        hits = kernels.find_ends(job.algorithm, job.backend, window.device if on_device else window.codes, batch,
+                                 job.k, 0, group.text_length)
+    if len(hits) == 0:
+        return []
+    with stages.timed("locate"):
+        hits = hits.sorted()
+        # The hit's text: a Hamming window (end - m, end]; an edit end's last character (its start is found
+        # below, never before its record).
+        first = hits.end - (batch.lengths[hits.row].astype(np.int64) if job.metric == "hamming" else 1)
+        record, text_start = group.records_of(first, hits.end)
+        inside = record >= 0
+        if not inside.all():
+            hits = EndHits(hits.row[inside], hits.end[inside], hits.distance[inside])
+            record, text_start = record[inside], text_start[inside]
+        if len(hits) == 0:
+            return []
+        local = record - group.first
+        raw_start = group.raw_starts[local]
+        place = _Placement(record=record.astype(np.int32), raw_shift=raw_start - text_start, record_raw_start=raw_start)
+        return [_rows(job, batch, hits, place, window.raw, window.raw)]
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where each hit of a searched text lies: its record, how far the raw bytes are from the text (raw =
+    text + raw_shift), and where its record starts in the raw bytes (record position = raw - record_raw_start;
+    negative for a chunk's window, which starts inside its record)."""
+
+    record: np.ndarray
+    raw_shift: np.ndarray
+    record_raw_start: np.ndarray
+
+
+def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text: np.ndarray) -> pd.DataFrame:
+    """The hit rows of ``hits`` (sorted by row, end) of one searched text (record coordinates)."""
     row, end, distance = hits.row, hits.end, hits.distance
+    record, raw_shift, record_raw_start = place.record, place.raw_shift, place.record_raw_start
     columns: dict[str, object] = {}
     if job.joins_runs:
-        row, end, distance, first_end, last_end = _best_of_runs(row, end, distance)
-        columns["first_end"] = first_end + chunk.read_start
-        columns["last_end"] = last_end + chunk.read_start
+        selected, first_end, last_end = _best_of_runs(row, end, distance)
+        row, end, distance = row[selected], end[selected], distance[selected]
+        record, raw_shift, record_raw_start = record[selected], raw_shift[selected], record_raw_start[selected]
+        columns["first_end"] = first_end + raw_shift - record_raw_start
+        columns["last_end"] = last_end + raw_shift - record_raw_start
+    raw_end = end + raw_shift
     if job.reports_start:
-        # Locate on the host codes, or on the raw bytes through the code table (searched on the GPU).
-        if job.alphabet == "bytes":
-            text, code_of = window.raw, None
-        elif window.codes is not None:
-            text, code_of = window.codes, None
-        else:
-            text, code_of = window.raw, TEXT_CODE_ARRAY
-        start, (cigar_offsets, cigar_data) = kernels.locate_packed(job.metric, text, batch, row, end, distance,
-                                                                   code_of=code_of)
-        columns["start"] = start + chunk.read_start
+        # On the raw bytes (or host codes of the same coordinates) through the code table where they are raw.
+        code_of = TEXT_CODE_ARRAY if locate_text is raw and job.alphabet == "dna" else None
+        start, (cigar_offsets, cigar_data) = kernels.locate_packed(job.metric, locate_text, batch, row, raw_end,
+                                                                   distance, code_of=code_of,
+                                                                   lowest=np.maximum(record_raw_start, 0))
+        columns["start"] = start - record_raw_start
         if job.align:
-            columns["aligned"] = string_column(*kernels.gather_spans(window.raw, start, end))
+            columns["aligned"] = string_column(*kernels.gather_spans(raw, start, raw_end))
             columns["cigar"] = string_column(cigar_offsets, cigar_data)
-    columns["end"] = end + chunk.read_start
-    columns["record"] = np.full(len(row), chunk.record_index, dtype=np.int32)
+    columns["end"] = raw_end - record_raw_start
+    columns["record"] = record
     columns["pattern"] = batch.pattern_index[row]
     columns["strand"] = batch.strand[row]
     columns["distance"] = distance.astype(np.int16)
@@ -147,8 +197,8 @@ def _rows_for_chunk(job, batch, chunk, window: ChunkWindow, hits) -> pd.DataFram
 def _best_of_runs(row, end, distance):
     """Group (row, end)-sorted ends into runs of consecutive ends of one row.
 
-    Returns per run: row, the best end (smallest distance, leftmost on
-    ties), its distance, and the run's first and last ends.
+    Returns the index of each run's best end (smallest distance, leftmost on
+    ties), and each run's first and last ends.
     """
     breaks = np.flatnonzero((np.diff(row) != 0) | (np.diff(end) != 1)) + 1
     run_starts = np.concatenate(([0], breaks))
@@ -157,7 +207,7 @@ def _best_of_runs(row, end, distance):
     run_id = np.repeat(np.arange(len(run_starts)), run_stops - run_starts)
     order = np.lexsort((end, distance, run_id))
     best = order[np.searchsorted(run_id[order], np.arange(len(run_starts)))]
-    return row[best], end[best], distance[best], end[run_starts], end[run_stops - 1]
+    return best, end[run_starts], end[run_stops - 1]
 
 
 def empty_rows(job: SearchJob) -> pd.DataFrame:

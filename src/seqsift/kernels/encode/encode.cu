@@ -25,3 +25,24 @@ extern "C" __global__ void encode_text_codes(unsigned char* text, long long n, c
     const long long tail = (words << 2) + threadIdx.x;
     if (blockIdx.x == 0 && tail < n) text[tail] = (unsigned char)code_of[text[tail]];
 }
+
+// Whole records packed into one text (partitioning.PackedRecords): record r's
+// bytes, at raw[raw_starts[r]] back to back as the genome cache holds them, go
+// encoded to out[text_starts[r]]; the separators between records were set to
+// the NEVER code before the launch. One block per record (a grid-stride loop
+// over records when there are more than the grid), its threads stride the
+// record's bytes.
+extern "C" __global__ void pack_records(const unsigned char* raw, const long long* raw_starts,
+                                        const long long* text_starts, const long long* lengths, long long records,
+                                        const unsigned char* table, unsigned char* out)
+{
+    __shared__ unsigned char code_of[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) code_of[i] = table[i];
+    __syncthreads();
+    for (long long r = blockIdx.x; r < records; r += gridDim.x) {
+        const unsigned char* source = raw + raw_starts[r];
+        unsigned char* target = out + text_starts[r];
+        const long long length = lengths[r];
+        for (long long i = threadIdx.x; i < length; i += blockDim.x) target[i] = code_of[source[i]];
+    }
+}

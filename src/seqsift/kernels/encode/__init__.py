@@ -1,0 +1,34 @@
+"""Reference bytes -> the text a kernel searches: encoding, and whole records packed into one text.
+
+Not an algorithm family (no registry entry): what every job does to a window
+before its kernel runs. :func:`pack_records_cpu` builds the text of a
+``partitioning.PackedRecords`` on the host; ``kernels.cuda.upload_and_encode``
+and ``upload_and_encode_packed`` do the same on the GPU (``encode.cu``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _pack(raw, raw_starts, text_starts, lengths, table, out):
+    for record in prange(lengths.shape[0]):
+        source, target = raw_starts[record], text_starts[record]
+        for i in range(lengths[record]):
+            out[target + i] = table[raw[source + i]]
+
+
+def pack_records_cpu(raw: np.ndarray, raw_starts: np.ndarray, text_starts: np.ndarray, lengths: np.ndarray,
+                     text_length: int, table: np.ndarray, separator: int) -> np.ndarray:
+    """The packed text: record i's bytes ``raw[raw_starts[i]:+lengths[i]]`` mapped through ``table`` (256
+    entries) at ``text_starts[i]``, every other position ``separator``."""
+    out = np.full(int(text_length), separator, dtype=np.uint8)
+    if len(lengths):
+        _pack(np.ascontiguousarray(raw, dtype=np.uint8), raw_starts, text_starts, lengths,
+              np.ascontiguousarray(table, dtype=np.uint8), out)
+    return out
+
+
+IDENTITY = np.arange(256, dtype=np.uint8)
+"""The byte table of ``--alphabet bytes`` texts: bytes as they are."""
