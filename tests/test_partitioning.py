@@ -6,45 +6,73 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqsift.partitioning import adjacent, chunk_record, halo_for, plan_chunks
+from seqsift.partitioning import ChunkGroup, PackedRecords, adjacent, chunk_record, halo_for, plan_chunks
 
 
 def iter_chunks(groups):
-    """Every chunk of every group, in order."""
+    """Every chunk of every chunked record, in order."""
     for group in groups:
-        yield from group.chunks
+        if isinstance(group, ChunkGroup):
+            yield from group.chunks
 
 
 @settings(max_examples=200, deadline=None)
 @given(lengths=st.lists(st.integers(0, 5_000), min_size=1, max_size=12),
-       chunk_size=st.integers(1, 3_000), halo=st.integers(0, 200), min_length=st.integers(1, 50))
-def test_cores_tile_each_long_enough_record_once(lengths, chunk_size, halo, min_length):
-    groups = plan_chunks(lengths, chunk_size, halo, min_length=min_length)
+       chunk_size=st.integers(1, 3_000), halo=st.integers(0, 200), min_length=st.integers(1, 50),
+       gap=st.integers(1, 8))
+def test_every_record_that_can_hold_a_hit_is_searched_once(lengths, chunk_size, halo, min_length, gap):
+    groups = plan_chunks(lengths, chunk_size, halo, min_length=min_length, gap=gap)
     covered = {i: [] for i in range(len(lengths))}
+    packed = set()
+    for group in groups:
+        if isinstance(group, PackedRecords):
+            assert group.gap == gap and all(0 <= n <= chunk_size for n in group.lengths)
+            assert list(group.lengths) == lengths[group.first:group.stop]
+            packed.update(range(group.first, group.stop))
     for chunk in iter_chunks(groups):
         covered[chunk.record_index].append((chunk.core_start, chunk.owned_end))
         assert chunk.read_start == max(0, chunk.core_start - halo) or chunk.read_start == 0
         assert 0 <= chunk.owned_lo <= chunk.owned_hi == chunk.read_length
     for record, length in enumerate(lengths):
-        cores = sorted(covered[record])
-        if length < min_length:
-            assert cores == []
+        if length <= chunk_size:  # packed whole, unless its pack holds nothing that can hit
+            assert covered[record] == []
+            assert record in packed or all(lengths[r] < min_length for r in _neighbours(lengths, record, chunk_size))
             continue
-        # Consecutive cores, starting at 0 and ending at the record's end.
+        cores = sorted(covered[record])  # chunked: consecutive cores from 0 to the record's end
+        assert record not in packed
         assert cores[0][0] == 0 and cores[-1][1] == length
         assert all(a[1] == b[0] for a, b in zip(cores, cores[1:]))
-    # Groups are numbered in order and never mix a chunked record with others.
     assert [g.index for g in groups] == list(range(len(groups)))
-    for group in groups:
-        if len(group.chunks) > 1:
-            assert all(c.core_start == 0 and c.owned_end == lengths[c.record_index] for c in group.chunks)
+    order = [g.first if isinstance(g, PackedRecords) else g.chunks[0].record_index for g in groups]
+    assert order == sorted(order)
 
 
-def test_small_records_are_packed_into_one_task():
-    groups = plan_chunks([100] * 50 + [10_000], chunk_size=1_000, halo=19)
-    packed = [g for g in groups if len(g.chunks) > 1]
-    assert len(packed) == 5 and all(len(g.chunks) == 10 for g in packed)
-    assert sum(len(g.chunks) for g in groups) == 50 + 10
+def _neighbours(lengths, record, chunk_size):
+    """The run of short records around ``record`` (between chunked ones)."""
+    first = record
+    while first > 0 and lengths[first - 1] <= chunk_size:
+        first -= 1
+    stop = record
+    while stop < len(lengths) and lengths[stop] <= chunk_size:
+        stop += 1
+    return range(first, stop)
+
+
+def test_small_records_are_packed_into_one_text_per_task():
+    groups = plan_chunks([100] * 50 + [10_000], chunk_size=1_000, halo=19, gap=1)
+    packed = [g for g in groups if isinstance(g, PackedRecords)]
+    assert len(packed) == 5 and sum(len(g.lengths) for g in packed) == 50
+    assert all(g.text_length <= 1_000 + 101 for g in packed)
+    assert sum(len(g.chunks) for g in groups if isinstance(g, ChunkGroup)) == 10
+
+
+def test_packed_hits_map_to_their_record_and_those_on_a_separator_do_not():
+    group = PackedRecords(0, 7, np.array([5, 0, 3], np.int64), gap=2)
+    # text: r7 [0,5) gap [5,7) r8 [7,7) gap [7,9) r9 [9,12)
+    assert list(group.text_starts) == [0, 7, 9] and group.text_length == 12
+    record, start = group.records_of(np.array([0, 3, 4, 9, 9, 5, 8]), np.array([5, 5, 6, 12, 10, 6, 10]))
+    assert list(record) == [7, 7, -1, 9, 9, -1, -1]
+    assert list(start[record >= 0]) == [0, 0, 9, 9]
 
 
 def test_halo_is_the_longest_hit_span_minus_one():

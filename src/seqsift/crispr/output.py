@@ -52,8 +52,8 @@ def site_writer(job, output):
     if output is None:
         writer = FrameCollector(partial(named, record_names=_large_strings(record_names),
                                         guide_names=_large_strings(guide_names)), empty_sites)
-    elif settings.format == "cas-offinder":
-        writer = CasOffinderWriter(output, record_names, guide_names, list(settings.crrna), settings.with_ids,
+    elif settings.format == "cas-offinder":  # Cas-OFFinder writes each record's whole header line
+        writer = CasOffinderWriter(output, job.record_headers, guide_names, list(settings.crrna), settings.with_ids,
                                    bool(job.dna_bulge or job.rna_bulge))
     else:
         writer = SiteWriter(output, record_names, guide_names)

@@ -85,6 +85,12 @@ class CrisprJob:
         """Every record's name, across the reference files in order (the rows' record numbers)."""
         return [name for ref in self.references for name in ref.names]
 
+    @property
+    def record_headers(self) -> list[str]:
+        """Every record's whole header line after '>' where the reference knows it, else its name
+        (Cas-OFFinder's chromosome column)."""
+        return [header for ref in self.references for header in (ref.headers or ref.names)]
+
     def small_enough(self) -> bool:
         """Whether this CPU job's work is below kernels.crispr.small_job's line (Numba's start costs more)."""
         return self.backend == "cpu" and small_job(self.bases, self.rows(range(len(self.guides))),

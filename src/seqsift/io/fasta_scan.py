@@ -89,6 +89,7 @@ class FastaLayout:
     line_bytes: np.ndarray
     total_bytes: int  # the uncompressed file's size
     header_lines: np.ndarray | None = None  # 1-based line number of each record's header
+    headers: tuple[str, ...] | None = None  # each header line after '>', where any has more than the name
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format)."""
@@ -496,15 +497,18 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     length, carriage, newline, header, count = _join_lines(parts)
     run_bytes = length * count
     total_bytes = int(run_bytes.sum())
-    names = []
+    names, headers = [], []
     for text in (text for part in parts for text in part.header_text):
         try:
-            words = text.decode("utf-8", errors=header_errors).split()
+            header_line = text.decode("utf-8", errors=header_errors)
         except UnicodeDecodeError:
             raise HeaderProblem("a header that is not UTF-8") from None
+        words = header_line.split()
         if not words:
             raise HeaderProblem("a header without a name")
         names.append(words[0])
+        headers.append(header_line)
+    described = any(line != name for line, name in zip(headers, names))
     heads = np.flatnonzero(header)
     if not len(heads):
         empty.total_bytes = total_bytes
@@ -553,4 +557,5 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     return FastaLayout(names=tuple(names), lengths=record_length.astype(np.int64),
                        offsets=offsets.astype(np.int64), line_bases=per_line.astype(np.int64),
                        line_bytes=width.astype(np.int64), total_bytes=total_bytes,
-                       header_lines=(first_line[heads] + 1).astype(np.int64))
+                       header_lines=(first_line[heads] + 1).astype(np.int64),
+                       headers=tuple(headers) if described else None)

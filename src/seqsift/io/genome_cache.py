@@ -51,7 +51,8 @@ import numpy as np
 __all__ = ["GenomeCache", "CacheWriter", "FileRange", "read_file_into", "source_fingerprint", "build_lock",
            "BUILD_LOG"]
 
-MAGIC = b"SEQSIFT-GENOME\x00\x01"
+MAGIC = b"SEQSIFT-GENOME\x00\x02"
+"""Version 2: the record table holds the header lines where any has a description (Cas-OFFinder's output)."""
 HEADER_BYTES = 4096
 BUILD_LOG = "builds.log"
 _FIELDS = struct.Struct("<16sQQQ32s")     # magic, payload bytes, table bytes, records, source fingerprint

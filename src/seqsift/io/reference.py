@@ -111,6 +111,9 @@ class Reference:
     record_starts: where each record's first base lies in ``genome_path`` (int64)
     genome_identity: the cache file's (device, inode, mtime, size), so that a
                   process maps a rebuilt cache afresh
+    headers:      each record's whole header line after '>' (name and
+                  description), where any record has a description and the
+                  genome cache knows them (Cas-OFFinder's output shows them); else None
     """
 
     path: str
@@ -126,6 +129,7 @@ class Reference:
     genome_path: str | None = None
     record_starts: np.ndarray | None = None
     genome_identity: tuple | None = None
+    headers: tuple[str, ...] | None = None
 
     def read(self, record_index: int, start: int, end: int, table: bytes | None = None) -> bytes:
         """Raw bytes of bases ``[start, end)`` (0-based) of record ``record_index``.
@@ -398,7 +402,8 @@ def _from_cache(genome: GenomeCache, source: Path, kind: str, display: str, cach
                      fai_path=_optional_str(indexes and indexes[0]), gzi_path=_optional_str(indexes and indexes[1]),
                      bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2], line_bytes=columns[3],
                      genome_path=genome.path, record_starts=genome.record_starts,
-                     genome_identity=genome.identity)
+                     genome_identity=genome.identity,
+                     headers=tuple(table["headers"]) if table.get("headers") else None)
 
 
 def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fingerprint: bytes) -> Reference:
@@ -447,7 +452,8 @@ def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fing
         return _from_cache(genome, source, kind, display, cache)
     return Reference(path=str(target), display_name=display, names=layout.names, lengths=layout.lengths,
                      fai_path=_optional_str(fai), gzi_path=_optional_str(gzi), bgzf=target_kind == _BGZF,
-                     offsets=layout.offsets, line_bases=layout.line_bases, line_bytes=layout.line_bytes)
+                     offsets=layout.offsets, line_bases=layout.line_bases, line_bytes=layout.line_bytes,
+                     headers=layout.headers)
 
 
 def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_file: Path | None,
@@ -492,6 +498,8 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
         raise
     table = {"names": list(layout.names), "kind": kind,
              **{c: getattr(layout, c).tolist() for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
+    if layout.headers is not None:
+        table["headers"] = list(layout.headers)
     genome = writer.finish(table) if writer else None
     # The index after the cache: a job started meanwhile that finds the index but no cache reads
     # through the index (open_reference), so it must never see the one without the other.
