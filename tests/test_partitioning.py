@@ -36,7 +36,7 @@ def test_every_record_that_can_hold_a_hit_is_searched_once(lengths, chunk_size, 
     for record, length in enumerate(lengths):
         if length <= chunk_size:  # packed whole, unless its pack holds nothing that can hit
             assert covered[record] == []
-            assert record in packed or all(lengths[r] < min_length for r in _neighbours(lengths, record, chunk_size))
+            assert record in packed or length < min_length  # a pack is left out only if none of it can hit
             continue
         cores = sorted(covered[record])  # chunked: consecutive cores from 0 to the record's end
         assert record not in packed
@@ -45,17 +45,6 @@ def test_every_record_that_can_hold_a_hit_is_searched_once(lengths, chunk_size, 
     assert [g.index for g in groups] == list(range(len(groups)))
     order = [g.first if isinstance(g, PackedRecords) else g.chunks[0].record_index for g in groups]
     assert order == sorted(order)
-
-
-def _neighbours(lengths, record, chunk_size):
-    """The run of short records around ``record`` (between chunked ones)."""
-    first = record
-    while first > 0 and lengths[first - 1] <= chunk_size:
-        first -= 1
-    stop = record
-    while stop < len(lengths) and lengths[stop] <= chunk_size:
-        stop += 1
-    return range(first, stop)
 
 
 def test_small_records_are_packed_into_one_text_per_task():
