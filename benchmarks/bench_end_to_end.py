@@ -242,7 +242,7 @@ def as_cli(argv: list[str]) -> int:
     in_process = time.perf_counter() - began
     taken = stages.take()
     Path(os.environ["SEQSIFT_BENCH_STAGES"]).write_text(json.dumps(
-        {"stages": {s: taken.get(s, 0.0) for s in STAGES}, "cli_main_s": in_process,
+        {"stages": {s: taken.get(s, 0.0) for s in (*STAGES, "kernel_calls")}, "cli_main_s": in_process,
          "main_began": main_began, "main_ended": time.time()}))
     return code
 

@@ -18,6 +18,10 @@ GENOME = ("TTTT" + GUIDE + "TGG" + "CCCCAT" + GUIDE[:19] + "A" + "AGG" + "ACGTNN
           + "CCA" + "GCGTCTCATCTTTATGCGTC" + "TT" + GUIDE[:5] + "T" + GUIDE[6:] + "CGG")
 
 
+HEADERS = {"chrA": "chrA description", "chrB": "chrB"}
+"""Each record's header line after '>' (Cas-OFFinder's chromosome column)."""
+
+
 @pytest.fixture
 def files(tmp_path):
     reference = tmp_path / "ref.fa"
@@ -66,10 +70,10 @@ def test_bed_parquet_and_cas_offinder_formats(files, tmp_path):
         assert fields == [row["record"], str(row["start"]), str(row["end"]), row["guide"], str(score), row["strand"]]
     result = seqsift_crispr(reference, guides, "-k", "3", "--format", "cas-offinder", "--workers", "1")
     assert result.returncode == 0, result.stderr
-    # Cas-OFFinder 2.4's columns, the guide's name as its id column
-    expected = [f"{g}{'N' * 3}\t{r}\t{s}\t{site}\t{strand}\t{m}\t{name}" for g, r, s, site, strand, m, name in zip(
-        [GUIDE if x == "g1" else "ACGTACGTACGTACGTACGT" for x in frame["guide"]], frame["record"], frame["start"],
-        frame["site"], frame["strand"], frame["mismatches"], frame["guide"])]
+    # Cas-OFFinder 2.4's columns, the guide's name as its id column, the whole header line as the chromosome
+    expected = [f"{g}{'N' * 3}\t{HEADERS[r]}\t{s}\t{site}\t{strand}\t{m}\t{name}" for g, r, s, site, strand, m, name
+                in zip([GUIDE if x == "g1" else "ACGTACGTACGTACGTACGT" for x in frame["guide"]], frame["record"],
+                       frame["start"], frame["site"], frame["strand"], frame["mismatches"], frame["guide"])]
     assert result.stdout.splitlines() == expected
 
 
@@ -122,10 +126,10 @@ def test_cas_offinder_input_runs_from_the_command_line(files, tmp_path):
     result = seqsift_crispr("--cas-offinder", spec, "--format", "cas-offinder", "--workers", "1")
     assert result.returncode == 0, result.stderr
     expected = oracle_sites([("chrA", GENOME), ("chrB", GENOME[::-1])], [("first", GUIDE)], "NGG", 1)
-    assert result.stdout.splitlines() == [f"{GUIDE}NNN\t{record}\t{start}\t{site}\t{strand}\t{mm}\tfirst"
+    assert result.stdout.splitlines() == [f"{GUIDE}NNN\t{HEADERS[record]}\t{start}\t{site}\t{strand}\t{mm}\tfirst"
                                           for _, record, start, _, strand, mm, _, _, _, site in expected]
-    assert result.stdout.splitlines()[:2] == [f"{GUIDE}NNN\tchrA\t4\t{GUIDE}TGG\t+\t0\tfirst",
-                                              f"{GUIDE}NNN\tchrA\t33\t{GUIDE[:19]}aAGG\t+\t1\tfirst"]
+    assert result.stdout.splitlines()[:2] == [f"{GUIDE}NNN\tchrA description\t4\t{GUIDE}TGG\t+\t0\tfirst",
+                                              f"{GUIDE}NNN\tchrA description\t33\t{GUIDE[:19]}aAGG\t+\t1\tfirst"]
 
 
 # --- E. coli 536: the API against a NumPy reading of the definition --------------------------------------
@@ -175,7 +179,7 @@ def test_cas_offinder_3_lines_with_bulges(files, tmp_path):
     sites = pd.read_csv(tsv, sep="\t")
     lines = result.stdout.splitlines()
     assert lines[0] == "#Id\tBulge Type\tcrRNA\tDNA\tChromosome\tLocation\tDirection\tMismatches\tBulge Size"
-    expected = [f"{g}\t{'X' if t == 'none' else t}\t{a}\t{s}\t{r}\t{start}\t{strand}\t{m}\t{b}"
+    expected = [f"{g}\t{'X' if t == 'none' else t}\t{a}\t{s}\t{HEADERS[r]}\t{start}\t{strand}\t{m}\t{b}"
                 for g, t, a, s, r, start, strand, m, b in zip(
                     sites["guide"], sites["bulge_type"], sites["guide_aligned"], sites["site"], sites["record"],
                     sites["start"], sites["strand"], sites["mismatches"], sites["bulge_size"])]

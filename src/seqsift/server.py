@@ -353,6 +353,24 @@ class _Server:
                 connection.close()
 
 
+JOB_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.csv", "pyarrow.parquet", "pyarrow.compute", "numba",
+               "seqsift.searching.task", "seqsift.searching.merge", "seqsift.searching.output",
+               "seqsift.crispr.task", "seqsift.crispr.output", "seqsift.crispr.merge",
+               "seqsift.screening.run", "seqsift.screening.task", "seqsift.screening.output",
+               "seqsift.runtime.run", "seqsift.runtime.store", "seqsift.runtime.windows", "seqsift.runtime.order",
+               "seqsift.kernels.align_cpu", "seqsift.kernels.encode", "seqsift.kernels.sw")
+"""What the jobs import as they run, imported before the first caller: a caller's Ctrl-C interrupts its job
+with a SIGINT wherever that job is, and one that lands inside a first import can leave a module half made
+for every later job (seen: numpy's ``multiarray failed to import``). Imported here, no job imports them."""
+
+
+def import_job_stack() -> None:
+    from importlib import import_module
+
+    for name in JOB_MODULES:
+        import_module(name)
+
+
 def private_socket(path: Path) -> socket.socket:
     """Listen at ``path``, in a folder only this user can enter; a stale socket file is replaced."""
     folder = path.parent
@@ -392,6 +410,7 @@ def serve(backend: str = "auto", idle_minutes: float = DEFAULT_IDLE_MINUTES, das
         server = _Server(listener, chosen)
         try:
             with cluster.keep_for_jobs(client, chosen):
+                import_job_stack()
                 interrupts.install()
                 threading.Thread(target=server.listen, name="seqsift-server-listen", daemon=True).start()
                 print(f"seqsift server: listening on {path} ({chosen}; stops after {idle_minutes:g} idle minutes)",

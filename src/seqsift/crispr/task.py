@@ -28,6 +28,7 @@ from ..kernels.crispr import (BULGE_DNA, BULGE_NAMES, BULGE_NONE, BULGE_RNA, MAX
 from ..memo import Memo
 from ..partitioning import ChunkGroup, PackedRecords, default_chunk_size, plan_chunks, record_gap
 from ..pattern_set import PatternSet
+from ..runtime import stages
 from ..runtime.job import Plan
 from ..runtime.order import sort_rows as sort_by_columns
 from ..runtime.job import reference_fingerprint, sequences_sha256
@@ -208,8 +209,10 @@ def run_crispr_task(job: CrisprJob, unit: CrisprUnit, guide_range: range) -> pd.
         for chunk in getattr(unit.group, "chunks", ()):
             window = read_chunk(reference, chunk, need_raw=True, on_device=on_device)
             text = window.device if on_device else window.codes
-            hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo, chunk.owned_hi,
-                              small=job.small)
+            with stages.timed("kernel", device=on_device):
+                hits = find_sites(job.backend, text, rows, job.dna_bulge, job.rna_bulge, chunk.owned_lo,
+                                  chunk.owned_hi, small=job.small)
+            stages.count_kernel_call()
             if len(hits):
                 count = len(hits)
                 frames.append(_site_rows(job, rows, hits.sorted(), window.raw,
@@ -225,8 +228,10 @@ def _search_packed(job: CrisprJob, rows: GuideRows, reference, unit: CrisprUnit,
     sites mapped to their records at once, and those that touch a separator dropped."""
     group = unit.group
     window = read_packed(reference, group, on_device=on_device)
-    hits = find_sites(job.backend, window.device if on_device else window.codes, rows, job.dna_bulge, job.rna_bulge,
-                      0, group.text_length, small=job.small)
+    with stages.timed("kernel", device=on_device):
+        hits = find_sites(job.backend, window.device if on_device else window.codes, rows, job.dna_bulge,
+                          job.rna_bulge, 0, group.text_length, small=job.small)
+    stages.count_kernel_call()
     if len(hits) == 0:
         return []
     hits = hits.sorted()

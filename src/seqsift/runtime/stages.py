@@ -68,6 +68,15 @@ def add(stage: str, seconds: float) -> None:
             _seconds[stage] += seconds
 
 
+KERNEL_CALLS = "kernel_calls"
+"""Not a stage: how many times a job's tasks called their kernel (a count, summed like the stages),
+what the benchmarks report beside the seconds (a reference's records should not add calls: issue 27)."""
+
+
+def count_kernel_call() -> None:
+    add(KERNEL_CALLS, 1)
+
+
 @contextmanager
 def _clock(stage: str, device: bool):
     began = time.perf_counter()

@@ -112,6 +112,7 @@ def _search_chunks(job: SearchJob, group, batch, on_device: bool) -> list[pd.Dat
         with stages.timed("kernel", device=on_device):
             hits = kernels.find_ends(job.algorithm, job.backend, text, batch, job.k,
                                      chunk.owned_lo, chunk.owned_hi)
+        stages.count_kernel_call()
         if len(hits) == 0:
             continue
         hits = hits.sorted()
@@ -133,6 +134,7 @@ def _search_packed(job: SearchJob, group: PackedRecords, batch, on_device: bool)
     with stages.timed("kernel", device=on_device):
         hits = kernels.find_ends(job.algorithm, job.backend, window.device if on_device else window.codes, batch,
                                  job.k, 0, group.text_length)
+    stages.count_kernel_call()
     if len(hits) == 0:
         return []
     with stages.timed("locate"):
