@@ -97,13 +97,13 @@ def served(genome: Path, work: Path, env: dict, backend: str) -> dict[str, float
     return walls
 
 
-def cas_offinder(binary: str, genome: Path, guides: list[str], out: Path) -> tuple[float, list[str]]:
+def cas_offinder(binary: str, device: str, genome: Path, guides: list[str], out: Path) -> tuple[float, list[str]]:
     spec = out / "cof_in.txt"
     spec.write_text(f"{genome}\nNNNNNNNNNNNNNNNNNNNNNGG\n" + "".join(f"{g}NNN 4\n" for g in guides))
     result_file = out / "cof_out.txt"
     result_file.unlink(missing_ok=True)
     began = time.perf_counter()
-    subprocess.run([binary, str(spec), "G", str(result_file)], check=True, capture_output=True)
+    subprocess.run([binary, str(spec), device, str(result_file)], check=True, capture_output=True)
     return time.perf_counter() - began, result_file.read_text().splitlines()
 
 
@@ -113,7 +113,9 @@ def main() -> None:
     parser.add_argument("--gbp", type=float, default=3.1)
     parser.add_argument("--million", type=int, default=1_000_000, help="records of the many-record genome")
     parser.add_argument("--backend", default="cuda", choices=["cuda", "cpu"])
-    parser.add_argument("--cas-offinder", help="Cas-OFFinder 2.4's binary (run on its G device beside seqsift)")
+    parser.add_argument("--cas-offinder", help="Cas-OFFinder 2.4's binary, run beside seqsift")
+    parser.add_argument("--cas-offinder-device", default="G", choices=["G", "C"],
+                        help="Cas-OFFinder's device: G (the GPU, default) or C (CPU cores, through pocl)")
     parser.add_argument("--shapes", default="uniform,hg38,records")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
@@ -155,13 +157,14 @@ def main() -> None:
             print(f"e2e-hg38-edit-312x23-fresh: {result['wall_s']:.2f} s", flush=True)
             if args.cas_offinder:
                 guides = (work / "crispr1000.txt").read_text().split()
-                seconds, lines = cas_offinder(args.cas_offinder, genome, guides, work)
+                seconds, lines = cas_offinder(args.cas_offinder, args.cas_offinder_device, genome, guides, work)
                 ours = subprocess.run([sys.executable, "-m", "seqsift", "crispr", "--cas-offinder",
                                        str(work / "cof_in.txt"), "--format", "cas-offinder", *common],
                                       env=env, capture_output=True, text=True, check=True).stdout.splitlines()
                 same = sorted(ours) == sorted(lines)
                 records.append({"algorithm": f"cas-offinder-hg38-{len(guides)}", "quantity": "wall_s",
-                                "workload": f"Cas-OFFinder 2.4 on the GPU (G), {len(guides)} guides, NGG, k = 4, "
+                                "workload": f"Cas-OFFinder 2.4 on device {args.cas_offinder_device}, {len(guides)} "
+                                            f"guides, NGG, k = 4, "
                                             f"hg38-shaped; its sites {'equal' if same else 'DIFFER from'} seqsift's",
                                 "value": seconds, "time_s": seconds, "roof_fraction": None, "paper_value": None,
                                 "sites": len(lines), "identical_to_seqsift": same})
