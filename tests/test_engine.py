@@ -180,7 +180,7 @@ def test_coordinates_beyond_two_to_the_31(metric):
     job = SearchJob(reference=reference, patterns=PatternSet(("g",), (reference.guide,)), metric=metric,
                     k=1, mode="best", strand="both", algorithm="edit-myers" if metric == "edit" else "hamming-scan",
                     backend="cpu", align=True)
-    groups = plan_chunks(reference.lengths, 1_000_000, job.halo)
+    groups = job.groups(1_000_000)
     # Only the group whose core holds the planted hit's last character (and its neighbours) matter.
     last_char = reference.planted_at + len(reference.guide) - 1
     index = next(g.index for g in groups if g.chunks[0].core_start <= last_char < g.chunks[0].owned_end)

@@ -94,7 +94,7 @@ def test_task_threads_search_on_streams_of_their_own(tmp_path, metric, algorithm
         return SearchJob(reference=reference, patterns=pattern_set, metric=metric, k=2, mode="best",
                          strand="both", algorithm=algorithm, backend="cuda", align=True)
 
-    groups = plan_chunks(reference.lengths, 200, job_of(PatternSet(names, sequences)).halo)
+    groups = job_of(PatternSet(names, sequences)).groups(200)
     alone = [run_task(job_of(PatternSet(names, sequences)), group, range(len(patterns))) for group in groups]
     assert sum(len(rows) for rows in alone) > 0
 

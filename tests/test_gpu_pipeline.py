@@ -67,12 +67,12 @@ def test_gpu_worker_window_stays_on_the_device(tmp_path, monkeypatch):
     rng = random.Random(1)
     text = "".join(rng.choice("ACGTacgtNRY") for _ in range(20_000))
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
-    chunk = plan_chunks(reference.lengths, 8000, 30)[1].chunks[0]
+    chunk = plan_chunks(reference.lengths, 8000, 30, gap=1)[1].chunks[0]
     first = windows.read_chunk(reference, chunk, need_raw=True, on_device=True)
     assert isinstance(first.device, cupy.ndarray)
     window = text[chunk.read_start:chunk.owned_end].encode()
     assert first.device.get().tobytes() == window.translate(TEXT_CODE_TABLE)
     assert first.raw.tobytes() == window
-    monkeypatch.setattr(task, "_read_raw", lambda *args: pytest.fail("read again"))
+    monkeypatch.setattr(windows, "_read_raw", lambda *args: pytest.fail("read again"))
     again = windows.read_chunk(reference, chunk, need_raw=True, on_device=True)
     assert again.device.data.ptr == first.device.data.ptr

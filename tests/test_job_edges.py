@@ -45,7 +45,7 @@ def test_a_cache_smaller_than_one_window_still_hands_the_window_whole(tmp_path, 
     text = "".join(random.Random(1).choice("ACGT") for _ in range(6_000))
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
     monkeypatch.setenv("SEQSIFT_CHUNK_CACHE_BYTES", "10")  # smaller than any window
-    chunks = [g.chunks[0] for g in plan_chunks(reference.lengths, 2_000, 10)]
+    chunks = [g.chunks[0] for g in plan_chunks(reference.lengths, 2_000, 10, gap=1)]
     held = windows.read_chunk(reference, chunks[0], need_raw=True)
     for chunk in chunks[1:]:  # each insert evicts the windows before it
         windows.read_chunk(reference, chunk, need_raw=True)
@@ -61,7 +61,7 @@ def test_one_threads_insert_never_empties_the_window_another_reads(tmp_path, mon
     text = "".join(random.Random(2).choice("ACGT") for _ in range(40_000))
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
     monkeypatch.setenv("SEQSIFT_CHUNK_CACHE_BYTES", "5000")  # about one window: every insert evicts
-    chunks = [g.chunks[0] for g in plan_chunks(reference.lengths, 2_000, 10)]
+    chunks = [g.chunks[0] for g in plan_chunks(reference.lengths, 2_000, 10, gap=1)]
     failures = []
 
     def read_all(order):

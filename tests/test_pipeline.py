@@ -182,7 +182,7 @@ def test_window_cache_adds_raw_bytes_to_a_codes_only_window(tmp_path):
     rng = random.Random(2)
     text = _random_dna(rng, 5000)
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
-    chunk = plan_chunks(reference.lengths, 1000, 8)[2].chunks[0]
+    chunk = plan_chunks(reference.lengths, 1000, 8, gap=1)[2].chunks[0]
     codes_only = read_chunk(reference, chunk, need_raw=False)
     assert codes_only.raw is None
     both = read_chunk(reference, chunk, need_raw=True)
@@ -198,7 +198,7 @@ def test_stage_timers_count_only_when_enabled(tmp_path):
     text = _random_dna(rng, 4000) + "ACGTTGCA" + _random_dna(rng, 100)
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
     job = _job(reference)
-    group = plan_chunks(reference.lengths, 10_000, job.halo)[0]
+    group = job.groups(10_000)[0]
     stages.enable(False)
     run_task(job, group, range(1))
     assert stages.take() == {}
@@ -209,7 +209,8 @@ def test_stage_timers_count_only_when_enabled(tmp_path):
     finally:
         stages.enable(False)
     assert len(rows) > 0
-    assert {"kernel", "locate"} <= set(taken) <= set(stages.STAGES)
+    assert {"kernel", "locate"} <= set(taken) <= {*stages.STAGES, stages.KERNEL_CALLS}
+    assert taken[stages.KERNEL_CALLS] == 1  # one packed text: one kernel call
     assert all(seconds >= 0 for seconds in taken.values())
 
 
@@ -269,7 +270,7 @@ def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):
 
     text = _random_dna(random.Random(6), 3000)
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
-    chunk = plan_chunks(reference.lengths, 1000, 8)[1].chunks[0]
+    chunk = plan_chunks(reference.lengths, 1000, 8, gap=1)[1].chunks[0]
     reads, first_inside, second_asked = [], threading.Event(), threading.Event()
     real_read, real_cached = windows._read_raw, windows._cached_window
 

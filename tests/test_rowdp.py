@@ -212,7 +212,7 @@ def test_best_mode_start_and_cigar_match_edit_myers():
     for algorithm in ("edit-myers", "edit-rowdp", "edit-rowdp-shfl"):
         job = SearchJob(reference=reference, patterns=PatternSet(("g0", "g1"), tuple(guides)), metric="edit",
                         k=3, mode="best", strand="both", algorithm=algorithm, backend="cpu", align=True)
-        rows = [run_task(job, group, range(2)) for group in plan_chunks(reference.lengths, 400, job.halo)]
+        rows = [run_task(job, group, range(2)) for group in job.groups(400)]
         frame = pd.concat(rows, ignore_index=True)
         frames[algorithm] = frame.sort_values(list(frame.columns)).reset_index(drop=True)
     assert len(frames["edit-myers"]) > 0

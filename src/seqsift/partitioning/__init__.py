@@ -151,14 +151,16 @@ class PackedRecords:
         return np.where(inside, local + self.first, -1), record_start
 
 
-def plan_chunks(record_lengths: Sequence[int], chunk_size: int, halo: int, min_length: int = 1,
-                gap: int = 1) -> list:
+def plan_chunks(record_lengths: Sequence[int], chunk_size: int, halo: int, min_length: int = 1, *,
+                gap: int) -> list:
     """The tasks' texts, in reference order: a :class:`ChunkGroup` per chunk of each record longer than
     ``chunk_size``, and :class:`PackedRecords` of the consecutive shorter records in between, about
     ``chunk_size`` characters each (separators included).
 
     Records shorter than ``min_length`` (the shortest hit) can hold no hit: a packed text made of
-    such records only is left out, and a chunked record never is one. The packing is vectorized:
+    such records only is left out, and a chunked record never is one. ``gap``: the separators after
+    each packed record, :func:`record_gap` of the job's metric and k (no default: too short a gap
+    lets an edit-distance hit borrow bases from the record before). The packing is vectorized:
     the plan of a million records takes milliseconds.
     """
     if chunk_size < 1:

@@ -94,11 +94,15 @@ class SearchJob:
         chunk_size = layout.get("chunk_size") or default_chunk_size(
             self.backend, int(self.reference.lengths.sum()), worker_count(client))
         batch_size = layout.get("pattern_batch_size") or DEFAULT_PATTERN_BATCH[self.backend]
-        groups = plan_chunks(self.reference.lengths, chunk_size, self.halo, min_length=self.shortest_hit,
-                             gap=record_gap(self.metric, self.k))
+        groups = self.groups(chunk_size)
         return Plan(units=groups, batches=self.patterns.batches(batch_size), weights=[g.bases for g in groups],
                     layout={"chunk_size": int(chunk_size), "pattern_batch_size": int(batch_size)},
                     unit_name="bp", label="searching")
+
+    def groups(self, chunk_size: int) -> list:
+        """The tasks' texts (partitioning.plan_chunks) with this job's halo, shortest hit and separators."""
+        return plan_chunks(self.reference.lengths, chunk_size, self.halo, min_length=self.shortest_hit,
+                           gap=record_gap(self.metric, self.k))
 
     def fingerprint(self, plan: Plan) -> dict:
         return {
