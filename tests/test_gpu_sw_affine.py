@@ -126,7 +126,7 @@ def test_buffer_kernels_equal_the_cpu_path(affine, shape):
                               lengths[yi[:k]], scoring, product=False)
     assert np.array_equal(listed, np.diag(expected[:k, :k]))
     for threshold in sorted({1, max(1, int(np.percentile(expected, 20))), max(1, int(np.median(expected))),
-                             int(expected.max()), int(expected.max()) + 1}):
+                             max(1, int(expected.max())), int(expected.max()) + 1}):
         assert sw_cuda.reach_z(scoring, threshold) is not None
         flags = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
                                  product=True, threshold=threshold)

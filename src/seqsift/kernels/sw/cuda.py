@@ -206,18 +206,21 @@ DPX_BOUND_PAD = 80      # dpx.cu: boundary row columns beyond n
 DPX_TABLE_WORDS = 32 + 1024 + 8   # dpx.cu: DPX_LEAD + DPX_CHUNK + DPX_TAIL, the PRODUCT table in shared memory
 DPX_MAX_ROWS = {False: 20, True: 16}
 """The most rows per thread (DPX_ROWS) per gap model: beyond, ptxas spills at 128 registers (2 blocks per SM)."""
-DPX_BOUNDARY_BYTES = 512 << 20
+DPX_BOUNDARY_BYTES = 2 << 30
 """At most this much device memory for the rounds' boundary rows of one launch (PRODUCT launches are split
-along y to stay under it)."""
+along y to stay under it; run 1 of round 2 split a 256 x 128 tile of two rounds into launches of 60 blocks
+at 512 MB, half the speed of the same rounds as pairs)."""
 
 
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
                  affine: bool = False) -> tuple[int, int, int]:
     """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x sequences of up to m rows.
 
-    Unless given: the (R, G) that computes the fewest rows in all, weighed by the per-step work that R
-    rows share (a shuffle, a table read, the loop): cost = rounds G R (1 + 6 / R), R <= DPX_MAX_ROWS;
-    128 rows: R = 16 x G = 8; 150: 19 x 8; 512: 16 x 32.
+    Unless given: the fewest rounds (each round after the first passes its top row through global
+    memory and runs the target again), then the (R, G) that computes the fewest rows, weighed by the
+    per-step work that R rows share (a shuffle, a table read, the loop): rounds G R (1 + 6 / R), with
+    R <= DPX_MAX_ROWS. 128 rows: R = 16 x G = 8 (run 1 of round 2, 128 x 8,192 linear: 6.45e12
+    cells/s, against 5.94e12 for 8 x 16 and 2.27e12 for 16 x 4 in two rounds); 150: 19 x 8; 512: 16 x 32.
     """
     m = max(1, int(m))
     if rows and group:
@@ -226,9 +229,9 @@ def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
     for g in ((group,) if group else (4, 8, 16, 32)):
         for r in ((rows,) if rows else range(4, DPX_MAX_ROWS[affine] + 1)):
             rounds = -(-m // (g * r))
-            cost = rounds * g * r * (1 + 6 / r)
-            if best is None or cost < best[0] - 1e-9:
-                best = (cost, r, g, rounds)
+            key = (rounds, rounds * g * r * (1 + 6 / r))
+            if best is None or key < best[0]:
+                best = (key, r, g, rounds)
     return best[1], best[2], best[3]
 
 
@@ -238,22 +241,24 @@ def _as_device(array, dtype):
     return cupy.ascontiguousarray(cupy.asarray(array, dtype=dtype))
 
 
-def gather_device(codes_dev, starts, lengths, width: int, lead: int = 0):
+def gather_device(codes_dev, starts, lengths, width: int, lead: int = 0, out=None):
     """(len(starts), width) uint8 on the device: row p holds codes[starts[p]:+lengths[p]] from column
-    ``lead`` on, N (4) elsewhere (dpx.cu's sw_gather_rows; lengths are cut at width - lead)."""
+    ``lead`` on, N (4) elsewhere (dpx.cu's sw_gather_rows; lengths are cut at width - lead). starts and
+    lengths may be on the host or the device; ``out``: a C-contiguous device array of that shape to fill."""
     import cupy
 
     from ..cuda import load_module
 
     rows = len(starts)
-    out = cupy.empty((rows, width), dtype=cupy.uint8)
+    if out is None:
+        out = cupy.empty((rows, width), dtype=cupy.uint8)
     if rows and width:
-        lengths = np.minimum(np.asarray(lengths, dtype=np.int64), max(0, width - lead))
+        lengths = cupy.minimum(_as_device(lengths, cupy.int32), max(0, width - lead)).astype(cupy.int32)
         total = rows * width
         load_module("sw/dpx.cu").get_function("sw_gather_rows")(
             ((total + 255) // 256,), (256,),
-            (codes_dev, _as_device(starts, cupy.int64), _as_device(lengths, cupy.int32), np.int64(rows),
-             np.int32(width), np.int32(lead), out))
+            (codes_dev, _as_device(starts, cupy.int64), lengths, np.int64(rows), np.int32(width), np.int32(lead),
+             out))
     return out
 
 
@@ -325,21 +330,19 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
 
 
 def _dpx_pairs_device(x_dev, y_dev, scoring: Scoring, affine: bool, threshold=None, rows=None, group=None):
-    """dpx_launch on code matrices (pairs x m, pairs x n, on the device): x rows as they are, y rows
-    gathered with DPX_GAP codes of N on both sides."""
+    """dpx_launch on code matrices (pairs x m, pairs x n, on the device): one buffer of the x rows as they
+    are, then the y rows gathered with DPX_GAP codes of N on both sides."""
     import cupy
 
     pairs, m = x_dev.shape
     n = y_dev.shape[1]
     width = n + 2 * DPX_GAP
-    y_rows = gather_device(y_dev.reshape(-1), np.arange(pairs, dtype=np.int64) * n, np.full(pairs, n), width,
-                           DPX_GAP)
-    x_start = cupy.arange(pairs, dtype=cupy.int64) * m
-    y_start = cupy.arange(pairs, dtype=cupy.int64) * width + DPX_GAP
-    flat = y_rows.reshape(-1)
-    # one buffer: the kernel reads x and y through one pointer
-    buffer = cupy.concatenate([x_dev.reshape(-1), flat])
-    return dpx_launch(buffer, x_start, cupy.full(pairs, m, dtype=cupy.int32), y_start + x_dev.size,
+    buffer = cupy.empty(x_dev.size + pairs * width, dtype=cupy.uint8)
+    buffer[:x_dev.size] = x_dev.reshape(-1)
+    index = cupy.arange(pairs, dtype=cupy.int64)
+    gather_device(y_dev.reshape(-1), index * n, cupy.full(pairs, n, dtype=cupy.int32), width, DPX_GAP,
+                  out=buffer[x_dev.size:].reshape(pairs, width))
+    return dpx_launch(buffer, index * m, cupy.full(pairs, m, dtype=cupy.int32), index * width + DPX_GAP + x_dev.size,
                       cupy.full(pairs, n, dtype=cupy.int32), m, n, scoring, affine, product=False,
                       threshold=threshold, rows=rows, group=group)
 
@@ -395,13 +398,16 @@ def _dpx_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring: Scoring, af
         result = dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m, n, scoring, affine, product=True,
                             threshold=threshold if flag else None).get()
     else:
-        y_rows = gather_device(codes_dev, y_start, y_len, n + 2 * DPX_GAP, DPX_GAP)
+        # x read where it lies; y gathered after the codes, with DPX_GAP codes of N on both sides
         width = n + 2 * DPX_GAP
-        buffer = cupy.concatenate([codes_dev, y_rows.reshape(-1)])
+        buffer = cupy.empty(codes_dev.size + len(y_start) * width, dtype=cupy.uint8)
+        buffer[:codes_dev.size] = codes_dev
+        gather_device(codes_dev, y_start, y_len, width, DPX_GAP,
+                      out=buffer[codes_dev.size:].reshape(len(y_start), width))
         rows_start = np.arange(len(y_start), dtype=np.int64) * width + DPX_GAP + codes_dev.size
         result = dpx_launch(buffer, x_start, x_len, rows_start, y_len, m, n, scoring, affine, product=False,
                             threshold=threshold if flag else None).get()
-        del buffer, y_rows
+        del buffer
     if flag:
         return result.astype(bool)
     flagged = np.argwhere(result < 0)   # lanes that may have wrapped: sw-gotoh's 32-bit scores
