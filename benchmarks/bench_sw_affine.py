@@ -7,12 +7,14 @@ codes already on the device, CUDA events, median of ``--repeats`` after a
 warm-up. Scorings: linear c1 = 2, c2 = 1, g = 1 (the paper's); affine
 c1 = 2, c2 = 3, O = 5, E = 2 (a gap of length L: -(O + (L - 1) E)).
 
-* every kernel variant: sw-dpx (rows per thread R = 4, 8, 16), sw-dpx-affine
-  (likewise), sw-gotoh, and sw-bpbc's SW stage (64 pairs per word) in the
-  same run; all GPU kernels of a scoring must give identical scores;
-* threshold mode (T = 64, linear): the exact composition-bound filter over
-  all pairs (host, Numba, as the screen task runs it) plus the DP of the
-  pairs it keeps, counted as pairs x m x n over the whole;
+* every kernel variant in the same run: sw-dpx and sw-dpx-affine (dpx.cu's geometry for m = 128, and
+  R x G = 16 x 8, 8 x 16), each in its two modes: pairs (x[p] against y[p], y rows gathered once with
+  DPX_GAP codes of N around them; the gather timed apart) and tiles (the same number of pairs as a
+  256 x 128 all-vs-all tile, one target per block); sw-gotoh, and sw-bpbc's SW stage (64 pairs per
+  word); all kernels of a scoring must give identical scores, and a sample sw-gotoh's CPU path's;
+* threshold mode (T = 64 and 128, linear): the exact composition-bound filter over all pairs (device)
+  plus the flag kernels that stop a warp once each of its pairs reached T, counted as pairs x m x n
+  over the whole, the flags checked against the full scores; and the tile flag kernel alone;
 * parasail 1.3 ``sw_scan_32`` on ``--check`` pairs (scores must equal), and
   ``sw_striped_16`` (affine; its fastest) on 16 processes for the rate;
 * GASAL2 (``--gasal2``: its test_prog, built with nvcc for sm_90) on the
@@ -47,7 +49,7 @@ from seqsift.kernels.sw import cuda as sw_cuda
 M, N = 128, 8192
 LINEAR = sw.Scoring(2, 1, 1)
 AFFINE = sw.Scoring(2, 3, gap_open=5, gap_extend=2)
-THRESHOLD = 64
+THRESHOLDS = (64, 128)
 LOG = []
 
 
@@ -179,6 +181,7 @@ def main():
     ap.add_argument("--gasal2-timeout", type=float, default=120)
     ap.add_argument("--parasail-pairs", type=int, default=1024)
     ap.add_argument("--sections", default="sass,kernels,threshold,parasail,gasal2")
+    ap.add_argument("--table-algorithms", help="table section: only these algorithms (comma-separated)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     sections = set(args.sections.split(","))
@@ -204,27 +207,64 @@ def main():
     workload = f"{pairs:,} random pairs of {M} x {N:,}"
 
     if "kernels" in sections:
-        ysh = sw_cuda.y_shifts(yd, N)
-        t_prep = cuda_time(lambda: sw_cuda.y_shifts(yd, N), args.repeats)
-        log(f"y_shifts (target format of dpx.cu): {t_prep * 1e3:.2f} ms")
+        # The pairs mode reads y rows with DPX_GAP codes of N on both sides (dpx.cu, "The launch"): built
+        # once here, as the screen task's gather would, and timed apart.
+        width = N + 2 * sw_cuda.DPX_GAP
+        t_rows = cuda_time(lambda: sw_cuda.gather_device(yd.reshape(-1), np.arange(pairs) * N, np.full(pairs, N),
+                                                         width, sw_cuda.DPX_GAP), args.repeats)
+        log(f"gather of the y rows (pairs mode's padded rows): {t_rows * 1e3:.2f} ms")
+        rows_dev = sw_cuda.gather_device(yd.reshape(-1), np.arange(pairs) * N, np.full(pairs, N), width,
+                                         sw_cuda.DPX_GAP)
+        buffer = cupy.concatenate([xd.reshape(-1), rows_dev.reshape(-1)])
+        x_start = cupy.arange(pairs, dtype=cupy.int64) * M
+        x_len = cupy.full(pairs, M, dtype=cupy.int32)
+        y_start = cupy.arange(pairs, dtype=cupy.int64) * width + sw_cuda.DPX_GAP + xd.size
+        y_len = cupy.full(pairs, N, dtype=cupy.int32)
+        # The tile mode: the same count of pairs as all-vs-all, 256 x sequences against 128 targets.
+        tx, ty = 256, pairs // 256
+        tile_buffer = cupy.concatenate([xd[:tx].reshape(-1), yd[:ty].reshape(-1)])
+        tile_args = (cupy.arange(tx, dtype=cupy.int64) * M, cupy.full(tx, M, dtype=cupy.int32),
+                     tx * M + cupy.arange(ty, dtype=cupy.int64) * N, cupy.full(ty, N, dtype=cupy.int32))
+        check = 32   # pairs (and tile pairs) checked against sw-gotoh's CPU path
+        reference = {s.affine: sw.gotoh_cpu(x[:check], y[:check], s) for s in (LINEAR, AFFINE)}
+        tile_reference = {s.affine: sw.buffer_scores("sw-gotoh", "cpu", tile_buffer[:tx * M + 2 * N].get(),
+                                                     np.arange(2) * M, np.full(2, M), tx * M + np.arange(2) * N,
+                                                     np.full(2, N), s, product=True) for s in (LINEAR, AFFINE)}
         for affine, scoring, name in ((False, LINEAR, "sw-dpx"), (True, AFFINE, "sw-dpx-affine"),
                                       (True, LINEAR, "sw-dpx-affine")):
-            for rows in (4, 8, 16):
-                try:
-                    out = {}
-                    fn = lambda: out.__setitem__("s", sw_cuda.cuda_dpx_device(xd, ysh, N, scoring, affine, rows))  # noqa: E731
-                    seconds = cuda_time(fn, args.repeats)
-                    got = out["s"].get()
-                    key = (name, scoring.affine)
-                    scores.setdefault(("ref", scoring.affine), got)
-                    same = bool(np.array_equal(got, scores[("ref", scoring.affine)]))
-                    _, group, _ = sw_cuda.dpx_geometry(M, rows)
-                    records.append(record(name, f"{workload}, {scoring.describe()}, R={rows} rows x G={group} "
-                                                f"threads per pair group", cells / seconds, seconds,
-                                          rows=rows, group=group, same_scores=same, saturated=int((got < 0).sum())))
-                    scores[key] = got
-                except Exception as err:  # noqa: BLE001
-                    log(name, rows, "failed:", repr(err))
+            geometries = [None] + ([(16, 8), (8, 16)] if scoring.affine == affine else [])
+            for geometry in geometries:
+                rows, group = geometry or (None, None)
+                chosen = sw_cuda.dpx_geometry(M, rows, group, affine)
+                for mode in ("pairs", "tiles"):
+                    try:
+                        out = {}
+                        if mode == "pairs":
+                            fn = lambda: out.__setitem__("s", sw_cuda.dpx_launch(  # noqa: E731
+                                buffer, x_start, x_len, y_start, y_len, M, N, scoring, affine, product=False,
+                                rows=rows, group=group))
+                        else:
+                            fn = lambda: out.__setitem__("s", sw_cuda.dpx_launch(  # noqa: E731
+                                tile_buffer, *tile_args, M, N, scoring, affine, product=True, rows=rows,
+                                group=group))
+                        seconds = cuda_time(fn, args.repeats)
+                        got = out["s"].get()
+                        if mode == "pairs":
+                            same = bool(np.array_equal(got[:check], reference[scoring.affine]))
+                            scores.setdefault(("ref", scoring.affine), got)
+                            same = same and bool(np.array_equal(got, scores[("ref", scoring.affine)]))
+                            scores[(name, scoring.affine)] = got
+                        else:
+                            same = bool(np.array_equal(got[:2, :2], tile_reference[scoring.affine]))
+                        label = (f"{workload if mode == 'pairs' else f'{tx} x {ty} all-vs-all tile of random sequences of {M} x {N:,} ({tx * ty:,} pairs)'}"
+                                 f", {scoring.describe()}, R={chosen[0]} rows x G={chosen[1]} threads per pair group, "
+                                 f"{mode} mode")
+                        records.append(record(f"{name} ({mode})", label, cells / seconds, seconds, rows=chosen[0],
+                                              group=chosen[1], mode=mode, same_scores=same,
+                                              saturated=int((got < 0).sum())))
+                    except Exception as err:  # noqa: BLE001
+                        log(name, mode, geometry, "failed:", repr(err))
+        del buffer, rows_dev
         for scoring in (AFFINE, LINEAR):   # one pair per thread: 32,768 threads fill little of the GPU, slow
             try:
                 gn = 512
@@ -245,7 +285,7 @@ def main():
             except Exception as err:  # noqa: BLE001
                 log("sw-gotoh failed:", repr(err))
         try:   # sw-bpbc's SW stage, 64 pairs per word (issue 9's best), the same run
-            planes = sw_cuda._cuda_planes(xd, yd, 64)
+            planes = sw_cuda._cuda_planes(xd, yd, 64)  # noqa: SLF001
             width = sw_cuda.gpu_score_width(sw.score_bits(LINEAR, M))
             out = {}
             seconds = cuda_time(lambda: out.__setitem__("s", sw_cuda.cuda_sw_bpbc(*planes, LINEAR, width, 64)),
@@ -268,31 +308,61 @@ def main():
     if "table" in sections:   # seqsift bench's screen part: the rows auto uses (planner.plan_sw)
         from seqsift.bench import run_sw_bench
 
-        sw_records, rows = run_sw_bench("cuda", log=log)
+        sw_records, rows = run_sw_bench("cuda", log=log, algorithms=args.table_algorithms.split(",")
+                                        if args.table_algorithms else None)
         (args.out / "sw_table_rows.json").write_text(json.dumps({"device": device, "rows": rows,
                                                                  "records": sw_records}, indent=1) + "\n")
 
     if "threshold" in sections:
+        # The screen's threshold mode: the exact composition bound (device), then the flag kernels that stop
+        # a warp once each of its pairs reached T, checked against the full scores. Counted as the issue
+        # counts it: pairs x m x n over the whole, filter included.
         try:
             def device_bound():
                 xc = cupy.stack([(xd == b).sum(axis=1, dtype=cupy.int32) for b in range(4)], axis=1)
                 yc = cupy.stack([(yd == b).sum(axis=1, dtype=cupy.int32) for b in range(4)], axis=1)
                 return LINEAR.match * cupy.minimum(xc, yc).sum(axis=1)
-            out_b = {}
-            t_filter = cuda_time(lambda: out_b.__setitem__("b", device_bound()), args.repeats)
-            keep = np.flatnonzero(out_b["b"].get() >= THRESHOLD)
-            ysh = sw_cuda.y_shifts(yd, N)
-            out = {}
-            keep_d = cupy.asarray(keep)
-            xk, yk = xd[keep_d], ysh[keep_d]
-            t_dp = cuda_time(lambda: out.__setitem__("s", sw_cuda.cuda_dpx_device(xk, yk, N, LINEAR, False, 8)),
-                             args.repeats)
-            passing = int((out["s"].get() >= THRESHOLD).sum())
-            total = t_filter + t_dp
-            records.append(record("sw-dpx (threshold)", f"{workload}, {LINEAR.describe()}, T={THRESHOLD}: "
-                                  f"composition filter kept {keep.size:,} pairs ({t_filter * 1e3:.1f} ms, device), "
-                                  f"then sw-dpx; {passing:,} pairs pass", cells / total, total,
-                                  filter_s=t_filter, dp_s=t_dp, kept=int(keep.size), passing=passing))
+            full = sw.pair_scores("sw-dpx", "cuda", xd, yd, LINEAR)
+            width = N + 2 * sw_cuda.DPX_GAP
+            rows_dev = sw_cuda.gather_device(yd.reshape(-1), np.arange(pairs) * N, np.full(pairs, N), width,
+                                             sw_cuda.DPX_GAP)
+            buffer = cupy.concatenate([xd.reshape(-1), rows_dev.reshape(-1)])
+            lists = (cupy.arange(pairs, dtype=cupy.int64) * M, cupy.full(pairs, M, dtype=cupy.int32),
+                     cupy.arange(pairs, dtype=cupy.int64) * width + sw_cuda.DPX_GAP + xd.size,
+                     cupy.full(pairs, N, dtype=cupy.int32))
+            tx, ty = 256, pairs // 256
+            tile_buffer = cupy.concatenate([xd[:tx].reshape(-1), yd[:ty].reshape(-1)])
+            tile_args = (cupy.arange(tx, dtype=cupy.int64) * M, cupy.full(tx, M, dtype=cupy.int32),
+                         tx * M + cupy.arange(ty, dtype=cupy.int64) * N, cupy.full(ty, N, dtype=cupy.int32))
+            tile_full = sw.buffer_scores("sw-dpx", "cuda", tile_buffer, *[a.get() for a in tile_args], LINEAR,
+                                         product=True)
+            for threshold in THRESHOLDS:
+                out_b = {}
+                t_filter = cuda_time(lambda: out_b.__setitem__("b", device_bound()), args.repeats)
+                keep = np.flatnonzero(out_b["b"].get() >= threshold)
+                out = {}
+                t_dp = cuda_time(lambda: out.__setitem__("f", sw_cuda.dpx_launch(
+                    buffer, *lists, M, N, LINEAR, False, product=False, threshold=threshold)), args.repeats)
+                flags = out["f"].get().astype(bool)
+                exact = bool(np.array_equal(flags, full >= threshold))
+                total = t_filter + t_dp
+                records.append(record("sw-dpx (threshold, pairs)", f"{workload}, {LINEAR.describe()}, T={threshold}: "
+                                      f"composition bound kept {keep.size:,} pairs ({t_filter * 1e3:.1f} ms, device), "
+                                      f"then the flag kernel (a warp stops once its pairs reached T); "
+                                      f"{int(flags.sum()):,} pairs pass", cells / total, total, filter_s=t_filter,
+                                      dp_s=t_dp, kept=int(keep.size), passing=int(flags.sum()), threshold=threshold,
+                                      exact=exact))
+                out = {}
+                t_tile = cuda_time(lambda: out.__setitem__("f", sw_cuda.dpx_launch(
+                    tile_buffer, *tile_args, M, N, LINEAR, False, product=True, threshold=threshold)), args.repeats)
+                flags = out["f"].get().astype(bool)
+                exact = bool(np.array_equal(flags, tile_full >= threshold))
+                records.append(record("sw-dpx (threshold, tiles)", f"{tx} x {ty} all-vs-all tile of random sequences "
+                                      f"of {M} x {N:,}, {LINEAR.describe()}, T={threshold}: the flag kernel alone "
+                                      f"(the bound keeps every random pair); {int(flags.sum()):,} pairs pass",
+                                      cells / t_tile, t_tile, passing=int(flags.sum()), threshold=threshold,
+                                      exact=exact))
+            del buffer, rows_dev
         except Exception as err:  # noqa: BLE001
             log("threshold failed:", repr(err))
 

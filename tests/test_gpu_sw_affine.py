@@ -65,7 +65,7 @@ def test_cuda_kernels_equal_the_cpu_paths(scoring, shape):
 
 
 @pytest.mark.parametrize("affine", [False, True])
-@pytest.mark.parametrize("rows,group", [(4, 4), (8, 4), (16, 8), (4, 32), (8, 16)])
+@pytest.mark.parametrize("rows,group", [(4, 4), (8, 4), (16, 8), (4, 32), (8, 16), (19, 8), (5, 16)])
 def test_every_geometry_gives_the_same_scores(affine, rows, group):
     """Rows per thread and group sizes, with x spanning several rounds for the small groups."""
     rng = np.random.default_rng(rows * 100 + group)
@@ -74,6 +74,84 @@ def test_every_geometry_gives_the_same_scores(affine, rows, group):
     expected = sw.gotoh_cpu(x, y, scoring)
     got = sw_cuda._dpx_cuda(x, y, scoring, affine, rows=rows, group=group)
     assert np.array_equal(got, expected)
+    codes, starts, lengths = buffer_of(x, y)
+    xi, yi = np.arange(33), 33 + np.arange(33)
+    tile = sw_cuda.dpx_launch(codes, starts[xi], lengths[xi], starts[yi[:7]], lengths[yi[:7]], 200, 513, scoring,
+                              affine, product=True, rows=rows, group=group).get()
+    gathered = sw.buffer_scores("sw-gotoh", "cpu", codes.get(), starts[xi], lengths[xi], starts[yi[:7]],
+                                lengths[yi[:7]], scoring, product=True)
+    assert np.array_equal(tile, gathered)
+
+
+def buffer_of(x, y):
+    """The rows of two code matrices, cut at their last base, as one device buffer: (codes, starts, lengths)."""
+    import cupy
+
+    rows = [r[: int(np.flatnonzero(r < 4).max()) + 1] if np.any(r < 4) else r[:1] for r in list(x) + list(y)]
+    lengths = np.array([len(r) for r in rows], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return cupy.asarray(np.concatenate(rows)), starts, lengths
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("shape", [(7, 5, 40, 90), (64, 33, 150, 2100), (33, 3, 700, 1500), (5, 9, 1200, 300),
+                                   (1, 1, 1, 1), (3, 2, 9, 3000)])
+def test_buffer_kernels_equal_the_cpu_path(affine, shape):
+    """dpx.cu read from one buffer: all-vs-all tiles (targets of several table chunks, x of several rounds,
+    x longer than y) and lists of pairs; scores and the early-exit flag kernels, at thresholds that
+    most pairs reach early, about half, and almost none."""
+    x_count, y_count, max_x, max_y = shape
+    rng = np.random.default_rng(sum(shape))
+    x, _ = random_pairs(rng, x_count, max_x, 1)
+    _, y = random_pairs(rng, y_count, 1, max_y)
+    for p in range(min(x_count, y_count)):   # a mutated copy of some x in some y
+        if p % 2 and max_y > max_x:
+            at = int(rng.integers(0, max_y - max_x + 1))
+            y[p, at:at + max_x] = np.where(rng.random(max_x) < 0.1, rng.integers(0, 4, max_x), x[p])
+    scoring = sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1)
+    name = "sw-dpx-affine" if affine else "sw-dpx"
+    codes, starts, lengths = buffer_of(x, y)
+    xi, yi = np.arange(x_count), x_count + np.arange(y_count)
+    host = codes.get()
+    expected = sw.buffer_scores("sw-gotoh", "cpu", host, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                                product=True)
+    lanes = sw.buffer_scores(name, "cpu", host, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                             product=True)
+    assert np.array_equal(lanes, expected)
+    got = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                           product=True)
+    assert np.array_equal(got, expected), np.argwhere(got != expected)[:5]
+    k = min(x_count, y_count)
+    listed = sw.buffer_scores(name, "cuda", codes, starts[xi[:k]], lengths[xi[:k]], starts[yi[:k]],
+                              lengths[yi[:k]], scoring, product=False)
+    assert np.array_equal(listed, np.diag(expected[:k, :k]))
+    for threshold in sorted({1, max(1, int(np.percentile(expected, 20))), max(1, int(np.median(expected))),
+                             max(1, int(expected.max())), int(expected.max()) + 1}):
+        assert sw_cuda.reach_z(scoring, threshold) is not None
+        flags = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                                 product=True, threshold=threshold)
+        assert np.array_equal(flags, expected >= threshold), threshold
+        listed = sw.buffer_scores(name, "cuda", codes, starts[xi[:k]], lengths[xi[:k]], starts[yi[:k]],
+                                  lengths[yi[:k]], scoring, product=False, threshold=threshold)
+        assert np.array_equal(listed, np.diag(expected[:k, :k]) >= threshold), threshold
+
+
+@pytest.mark.parametrize("name", ["sw-bpbc", "sw-wordwise", "sw-gotoh"])
+def test_kernels_without_a_buffer_kernel_gather_on_the_device(name):
+    rng = np.random.default_rng(11)
+    x, _ = random_pairs(rng, 9, 60, 1)
+    _, y = random_pairs(rng, 4, 1, 300)
+    codes, starts, lengths = buffer_of(x, y)
+    xi, yi = np.arange(9), 9 + np.arange(4)
+    scoring = sw.Scoring(2, 1, 1)
+    expected = sw.buffer_scores("sw-gotoh", "cpu", codes.get(), starts[xi], lengths[xi], starts[yi], lengths[yi],
+                                scoring, product=True)
+    got = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                           product=True)
+    assert np.array_equal(got, expected)
+    flags = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                             product=True, threshold=int(np.median(expected)))
+    assert np.array_equal(flags, expected >= int(np.median(expected)))
 
 
 @pytest.mark.parametrize("affine", [False, True])
@@ -90,9 +168,14 @@ def test_saturating_lanes_are_rescored(affine):
         assert np.array_equal(sw.pair_scores(name, "cuda", x, y, scoring), expected), name
     import cupy
 
-    raw = sw_cuda.cuda_dpx_device(cupy.asarray(x), sw_cuda.y_shifts(cupy.asarray(y), 420), 420, scoring,
-                                  affine).get()
+    raw = sw_cuda._dpx_pairs_device(cupy.asarray(x), cupy.asarray(y), scoring, affine).get()
     assert np.any(raw == -1) and np.array_equal(raw[raw >= 0], expected[raw >= 0])
+    codes, starts, lengths = buffer_of(x, y)
+    xi, yi = np.arange(6), 6 + np.arange(6)
+    name = "sw-dpx-affine" if affine else "sw-dpx"
+    tile = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                            product=True)
+    assert np.array_equal(np.diag(tile), expected)
 
 
 def test_threshold_screen_on_the_gpu_equals_the_cpu():
@@ -105,3 +188,10 @@ def test_threshold_screen_on_the_gpu_equals_the_cpu():
         gpu = screen(xs, ys, threshold=30, backend="cuda", **kw)
         cpu = screen(xs, ys, threshold=30, backend="cpu", workers=1, **kw)
         assert gpu[["query_index", "score"]].equals(cpu[["query_index", "score"]])
+        for strand in ("+", "both"):   # all-vs-all tiles, scores and survivors
+            gpu = screen(xs[:25], ys, all_vs_all=True, backend="cuda", strand=strand, **kw)
+            cpu = screen(xs[:25], ys, all_vs_all=True, backend="cpu", workers=1, strand=strand, **kw)
+            assert np.array_equal(gpu, cpu)
+            gpu = screen(xs[:25], ys, all_vs_all=True, threshold=30, backend="cuda", strand=strand, **kw)
+            cpu = screen(xs[:25], ys, all_vs_all=True, threshold=30, backend="cpu", workers=1, strand=strand, **kw)
+            assert len(gpu) and gpu.equals(cpu)

@@ -21,12 +21,14 @@ from seqsift.kernels import sw
 
 ENTRIES = [(name, backend, path) for name, algorithm in kernels.ALGORITHMS.items()
            for backend, path in {**algorithm.backends,
-                                 **{f"{b}-threshold": p for b, p in (algorithm.threshold_backends or {}).items()}
+                                 **{f"{b}-threshold": p for b, p in (algorithm.threshold_backends or {}).items()},
+                                 **{f"{b}-buffer": p for b, p in (algorithm.buffer_backends or {}).items()},
                                  }.items()]
 CALL_SHAPES = {
     "hamming": ["text", "batch", "k", "owned_lo", "owned_hi"],
     "edit": ["text", "batch", "k", "owned_lo", "owned_hi"],
     "sw": ["x_codes", "y_codes", "scoring"],
+    "sw-buffer": ["codes", "x_start", "x_len", "y_start", "y_len", "scoring"],
     "crispr": ["text", "rows", "dna_bulge", "rna_bulge", "owned_lo", "owned_hi"],
 }
 """Each job's kernel call shape: the leading parameters of every launcher of that metric."""
@@ -39,14 +41,14 @@ def leading_parameters(function, count: int) -> list[str]:
 @pytest.mark.parametrize("name,backend,path", ENTRIES, ids=[f"{n}-{b}" for n, b, _ in ENTRIES])
 def test_every_entry_resolves_to_a_kernel_of_its_job(name, backend, path):
     algorithm = kernels.ALGORITHMS[name]
-    assert backend.removesuffix("-threshold") in kernels.BACKENDS
+    assert backend.removesuffix("-threshold").removesuffix("-buffer") in kernels.BACKENDS
     family = path.split(":")[0]
     assert "." not in family, f"{name} reaches past the {family.split('.')[0]} family's face"
     kernel = kernels._resolve(path)
     assert callable(kernel)
     metrics = [algorithm.metric] if isinstance(algorithm.metric, str) else list(algorithm.metric)
     for metric in metrics:
-        shape = CALL_SHAPES[metric]
+        shape = CALL_SHAPES[metric + ("-buffer" if backend.endswith("-buffer") else "")]
         assert leading_parameters(kernel, len(shape)) == shape
     # The CUDA launcher lives in the family's cuda.py, the CPU one in its face.
     module = f"seqsift.kernels.{family}" + (".cuda" if backend.startswith("cuda") else "")
@@ -55,7 +57,7 @@ def test_every_entry_resolves_to_a_kernel_of_its_job(name, backend, path):
 
 def test_every_job_has_kernels_in_the_one_registry():
     metrics = {m for a in kernels.ALGORITHMS.values() for m in ([a.metric] if isinstance(a.metric, str) else a.metric)}
-    assert metrics == set(CALL_SHAPES)
+    assert metrics == {shape.removesuffix("-buffer") for shape in CALL_SHAPES}
     assert set(sw.sw_algorithms()) == {n for n, a in kernels.ALGORITHMS.items() if a.serves("sw")}
     assert "sw-bpbc" not in kernels.search_algorithms() and "crispr-pam-first" not in kernels.search_algorithms()
 
@@ -64,6 +66,8 @@ def test_resolve_kernel_falls_back_to_the_cpu_path_and_knows_flag_kernels():
     assert kernels.resolve_kernel("crispr-vectorized", "cuda") is kernels._resolve("crispr:vectorized_cpu")
     assert kernels.resolve_kernel("sw-bpbc", "cpu", threshold=True) is kernels._resolve("sw:bpbc_reach_cpu")
     assert kernels.resolve_kernel("sw-wordwise", "cpu", threshold=True) is None
+    assert kernels.resolve_kernel("sw-dpx", "cuda", buffer=True) is kernels._resolve("sw:dpx_buffer_cuda")
+    assert kernels.resolve_kernel("sw-bpbc", "cuda", buffer=True) is None
 
 
 def test_a_limit_message_names_only_the_limits_an_algorithm_has():
@@ -118,7 +122,8 @@ def test_resolving_every_entry_leaves_cupy_unimported():
     run_without_cupy("""
         from seqsift import kernels
         for algorithm in kernels.ALGORITHMS.values():
-            for path in [*algorithm.backends.values(), *(algorithm.threshold_backends or {}).values()]:
+            for path in [*algorithm.backends.values(), *(algorithm.threshold_backends or {}).values(),
+                         *(algorithm.buffer_backends or {}).values()]:
                 kernels._resolve(path)
     """)
 

@@ -250,6 +250,53 @@ def test_the_threshold_filter_never_drops_a_passing_pair(pairs, offset, scoring)
         assert np.array_equal(reached, scores >= threshold), name
 
 
+def buffer_of(seqs: list[str]):
+    """One code buffer of the sequences, one after another, and (starts, lengths)."""
+    lengths = np.array([len(q) for q in seqs], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return codes_of("".join(seqs)), starts, lengths
+
+
+@pytest.mark.parametrize("scoring", AFFINE[:3] + LINEAR[:2], ids=lambda s: s.describe())
+def test_buffer_call_shape_equals_parasail_per_pair(scoring):
+    """Every algorithm on sequences read from one buffer: all-vs-all tiles and lists of pairs,
+    scores and threshold flags, against parasail pair by pair."""
+    rng = np.random.default_rng(26)
+    xs = [random_seq(rng, int(rng.integers(1, 40)), 0.05) for _ in range(7)]
+    ys = [mutated(rng, xs[k % 7], 0.2) + random_seq(rng, int(rng.integers(0, 50))) for k in range(5)]
+    codes, starts, lengths = buffer_of(xs + ys)
+    x, y = np.arange(7), 7 + np.arange(5)
+    expected = np.array([[parasail_score(a, b, scoring) for b in ys] for a in xs])
+    threshold = int(np.median(expected))
+    for name in algorithms_for(scoring):
+        tile = sw.buffer_scores(name, "cpu", codes, starts[x], lengths[x], starts[y], lengths[y], scoring,
+                                product=True)
+        assert np.array_equal(tile, expected), name
+        flags = sw.buffer_scores(name, "cpu", codes, starts[x], lengths[x], starts[y], lengths[y], scoring,
+                                 product=True, threshold=threshold)
+        assert np.array_equal(flags, expected >= threshold), name
+        pairs = sw.buffer_scores(name, "cpu", codes, starts[x[:5]], lengths[x[:5]], starts[y], lengths[y],
+                                 scoring, product=False)
+        assert np.array_equal(pairs, np.diag(expected[:5])), name
+
+
+def test_buffer_threshold_with_a_bound_keeps_exactly_the_passing_pairs():
+    scoring = LINEAR[0]
+    rng = np.random.default_rng(3)
+    xs = ["A" * 30, "ACGT" * 8] + [random_seq(rng, 25) for _ in range(4)]
+    ys = ["A" * 40, "C" * 40, random_seq(rng, 60)]
+    codes, starts, lengths = buffer_of(xs + ys)
+    x, y = np.arange(6), 6 + np.arange(3)
+    counts = sw.base_counts(codes, starts, lengths)
+    bound = scoring.match * np.minimum(counts[x][:, None, :], counts[y][None, :, :]).sum(axis=2)
+    expected = np.array([[parasail_score(a, b, scoring) for b in ys] for a in xs])
+    for threshold in (1, 12, 30, 61):
+        for name in ("sw-dpx", "sw-bpbc"):
+            got = sw.buffer_scores(name, "cpu", codes, starts[x], lengths[x], starts[y], lengths[y], scoring,
+                                   product=True, threshold=threshold, bound=bound)
+            assert np.array_equal(got, expected >= threshold), (name, threshold)
+
+
 def test_base_counts_of_the_screen_buffer():
     codes = codes_of("ACGTNNAAC")
     counts = sw.base_counts(codes, np.array([0, 4, 6]), np.array([4, 2, 3]))

@@ -325,10 +325,10 @@ SW_CELLS = {"cpu": 3e7, "cuda": 2e11}
 SW_SCORINGS = {"linear": (2, 1, 1, None, None), "affine": (2, 3, 1, 5, 2)}
 
 
-def run_sw_bench(backend: str, quick: bool = False, log=print) -> tuple[list, list]:
-    """Time every screening algorithm at each (m, n) bucket, for linear and affine gaps, on random pairs
-    already on the device: (records in DESIGN.md's shape, rows of the algorithm table for
-    ``planner.plan_sw``)."""
+def run_sw_bench(backend: str, quick: bool = False, log=print, algorithms=None) -> tuple[list, list]:
+    """Time every screening algorithm (or those named in ``algorithms``) at each (m, n) bucket, for linear
+    and affine gaps, on random pairs already on the device: (records in DESIGN.md's shape, rows of the
+    algorithm table for ``planner.plan_sw``)."""
     from .kernels import sw
 
     rng = np.random.default_rng(2026)
@@ -346,6 +346,8 @@ def run_sw_bench(backend: str, quick: bool = False, log=print) -> tuple[list, li
         for gaps, values in SW_SCORINGS.items():
             scoring = sw.Scoring(*values)
             for name in sw.sw_algorithms():
+                if algorithms is not None and name not in algorithms:
+                    continue
                 if gaps == "affine" and not kernels.ALGORITHMS[name].affine_gaps:
                     continue
                 seconds = _time_sw(name, backend, x, y, scoring, 1 if quick else 3)

@@ -83,6 +83,7 @@ class Algorithm:
     max_k: int | None = None  # largest k it handles (None: any below m)
     alphabets: tuple[str, ...] = ("dna",)  # "bytes": also raw byte text (--alphabet bytes)
     threshold_backends: dict[str, str] | None = None  # screen: backend -> its flag kernel ("score >= T?")
+    buffer_backends: dict[str, str] | None = None  # screen: backend -> its kernel on one code buffer (sw face)
     affine_gaps: bool = False  # screen: its kernels also score affine gaps (gap open != gap extend)
 
     def serves(self, metric: str) -> bool:
@@ -202,6 +203,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             {"cpu": "sw:dpx_cpu", "cuda": "sw:dpx_cuda"},
             "linear-gap Smith-Waterman on DPX instructions: two pairs per register in 16-bit lanes, query rows "
             "in registers, a warp-shuffle pipeline along the target; saturating pairs rescored by sw-gotoh",
+            buffer_backends={"cpu": "sw:dpx_buffer_cpu", "cuda": "sw:dpx_buffer_cuda"},
         ),
         Algorithm(
             "sw-dpx-affine", "sw",
@@ -209,6 +211,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             "affine-gap (Gotoh) Smith-Waterman on DPX instructions, 16-bit lanes as sw-dpx; saturating pairs "
             "rescored by sw-gotoh",
             affine_gaps=True,
+            buffer_backends={"cpu": "sw:dpx_affine_buffer_cpu", "cuda": "sw:dpx_affine_buffer_cuda"},
         ),
         # CRISPR off-target sites, PAM candidates first (the crispr job's kernels; call shape:
         # kernels/crispr/__init__.py).
@@ -296,11 +299,12 @@ def search_algorithms() -> list[str]:
     return [name for name, a in ALGORITHMS.items() if any(a.serves(metric) for metric in METRICS)]
 
 
-def resolve_kernel(algorithm: str, backend: str, threshold: bool = False):
+def resolve_kernel(algorithm: str, backend: str, threshold: bool = False, buffer: bool = False):
     """The launcher of ``algorithm`` on ``backend`` (its CPU path where it has no kernel for ``backend``);
-    with ``threshold``, its flag kernel (None where it has none)."""
+    with ``threshold``, its flag kernel, with ``buffer`` its kernel on one code buffer (None where it has
+    none)."""
     entry = ALGORITHMS[algorithm]
-    backends = entry.threshold_backends if threshold else entry.backends
+    backends = entry.threshold_backends if threshold else entry.buffer_backends if buffer else entry.backends
     if backends is None:
         return None
     return _resolve(backends.get(backend) or backends["cpu"])

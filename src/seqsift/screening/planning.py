@@ -13,8 +13,9 @@ import numpy as np
 CELLS_PER_TASK = {"cpu": (1 << 24, 1 << 29), "cuda": (1 << 30, 1 << 38)}
 """Bounds of the DP cells in one task (pairs x m x n), aiming at 4 tasks per worker between them."""
 
-CODE_BYTES_PER_TASK = {"cpu": 64 << 20, "cuda": 1 << 30}
-"""At most this many bytes of padded codes (pairs x (m + n)) in one task."""
+CODE_BYTES_PER_TASK = {"cpu": 64 << 20, "cuda": 4 << 30}
+"""At most this many bytes of padded codes (pairs x (m + n)) in one task: what an algorithm without a
+buffer kernel gathers (on the host for cpu, on the device for cuda); sw-dpx's kernels read the buffer itself."""
 
 
 def pad_length(lengths) -> np.ndarray:

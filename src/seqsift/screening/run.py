@@ -8,10 +8,12 @@ taken by order, or every query against every target (``all_vs_all``).
 Flow (this module runs it; the steps live beside it)::
 
     FASTA/FASTQ or lists --read, encode in bulk (inputs.py)--> one code buffer
-    (the ScreenJob, sent to the workers once) --plan: pairs bucketed by padded
-    length (planning.py)--> tasks (pair index arrays) --worker (task.py):
-    gather padded code matrices, run the kernel (sw-bpbc / sw-wordwise, CUDA
-    or Numba), keep the pairs >= threshold and align them on the host-->
+    (the ScreenJob, sent to the workers once; on a GPU uploaded once per
+    worker) --plan: pairs bucketed by padded length (planning.py)--> tasks
+    (pair index arrays, all-vs-all tiles) --worker (task.py): the kernel reads
+    the pairs from the buffer (sw-dpx; the others on code matrices gathered
+    from it, on the device for CUDA), keep the pairs >= threshold and align
+    them on the host-->
     client (output.py): scores or surviving rows, strands folded, in pair
     order --> array, DataFrame, or a TSV / Parquet file (whole or not at all)
 
@@ -39,6 +41,7 @@ import numpy as np
 from ..errors import InputError, note
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
+from ..runtime import stages
 from ..runtime.clients import JobClient, backend_for
 from ..runtime.run import JobRun
 from .inputs import SequenceSet, concatenated, read_sequences, reverse_complements
@@ -122,8 +125,9 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
                            dashboard=dashboard)
     with JobRun(output, formats=ScreenJob.formats, inputs={"queries": queries, "targets": targets},
                 client=job_client, resume=resume, wait_for_lock=wait_for_lock) as run:
-        query_set = read_sequences(queries, "queries")
-        target_set = read_sequences(targets, "targets")
+        with stages.timed("read"):   # read and encode (inputs.py)
+            query_set = read_sequences(queries, "queries")
+            target_set = read_sequences(targets, "targets")
         if not all_vs_all and len(query_set) != len(target_set):
             raise InputError(f"{query_set.source} has {len(query_set):,} records but {target_set.source} has "
                              f"{len(target_set):,}: without all-vs-all (--all-vs-all) records are paired by order, "

@@ -10,7 +10,8 @@ and puts rows in pair order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,8 @@ import pandas as pd
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
 from ..kernels.threads import use_worker_share
+from ..memo import Memo
+from ..runtime import stages
 from ..runtime.job import Plan
 from ..runtime.job import sequences_sha256
 from .planning import CELLS_PER_TASK, CODE_BYTES_PER_TASK, PairTask, plan_tasks
@@ -33,6 +36,16 @@ class WorkerSequences:
     starts: np.ndarray
     lengths: np.ndarray
     queries: int
+    derived: Memo = field(default_factory=Memo, compare=False, repr=False)   # the codes on this worker's GPU
+
+    def on_device(self):
+        """The codes on the current GPU, uploaded once per worker process (a Memo pickles empty)."""
+        import cupy
+
+        from ..kernels.cuda import uploaded_once
+
+        return uploaded_once(self.derived.get, ("codes", cupy.cuda.runtime.getDevice()),
+                             lambda: cupy.asarray(self.codes))
 
     def digest(self) -> str:
         """SHA-256 of the codes and where each sequence lies: what a resumed job's saved tasks were of."""
@@ -116,58 +129,87 @@ class ScreenJob:
 
 
 def run_screen_task(job: ScreenJob, task: PairTask) -> pd.DataFrame:
-    """Scores of a task's pairs; with a threshold, only the survivors (and their alignments)."""
+    """Scores of a task's pairs; with a threshold, only the survivors (and their alignments).
+
+    The kernels read the sequences where they lie in the job's one code buffer (on the GPU: uploaded
+    once per worker), by start and length: an all-vs-all tile as every x against every y, other tasks
+    as a list of pairs; no code matrix is padded per pair on the host.
+    """
     use_worker_share()
+    on_device = job.backend == "cuda"
+    if on_device:
+        from ..kernels.cuda import task_stream
+    with (task_stream() if on_device else nullcontext()):
+        if on_device:
+            with stages.timed("transfer", device=True):
+                codes = job.sequences.on_device()
+        else:
+            codes = job.sequences.codes
+        return _screen_task(job, task, codes, on_device)
+
+
+def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.DataFrame:
     sequences = job.sequences
-    qi, ti = task.pair_indices()
-    q_start, q_len = sequences.starts[qi], sequences.lengths[qi]
-    t_start, t_len = sequences.starts[sequences.queries + ti], sequences.lengths[sequences.queries + ti]
-    swap = t_len < q_len   # the shorter sequence is the kernel's x
-    x_start, x_len = np.where(swap, t_start, q_start), np.where(swap, t_len, q_len)
-    y_start, y_len = np.where(swap, q_start, t_start), np.where(swap, q_len, t_len)
-    pairs = len(qi)
+    starts, lengths = sequences.starts, sequences.lengths
+    qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
     # auto: the measured-fastest algorithm for this task's length bucket (kernels/planner.py)
     algorithm = sw_kernels.choose_sw_algorithm(job.backend, job.algorithm, job.scoring, task.m, task.n)
-    x_codes = np.empty((pairs, task.m), dtype=np.uint8)
-    y_codes = np.empty((pairs, task.n), dtype=np.uint8)
-    sw_kernels.gather_rows(sequences.codes, x_start, x_len, task.m, x_codes)
-    sw_kernels.gather_rows(sequences.codes, y_start, y_len, task.n, y_codes)
-    options = dict(word_bits=job.word_bits, min_length=int(x_len.max()))
+    options = dict(word_bits=job.word_bits)
     if job.threshold is None:
-        scores = sw_kernels.pair_scores(algorithm, job.backend, x_codes, y_codes, job.scoring, **options)
+        with stages.timed("kernel", device=on_device):
+            scores = _in_pair_order(task, job, codes, algorithm, None, options)
         return pd.DataFrame({"query": qi, "target": ti, "score": scores.astype(np.int64)})
-    # Screening: pairs whose base counts bound their score below the threshold
-    # are out without any DP (exact); which of the others reach it (a cheaper
-    # flag kernel where the algorithm has one), then the scores of those few.
-    keep = np.flatnonzero(sw_kernels.pairs_reaching(algorithm, job.backend, x_codes, y_codes, job.scoring,
-                                                    job.threshold, bound=_score_bound(sequences, task, job),
-                                                    **options))
-    scores = sw_kernels.pair_scores(algorithm, job.backend, x_codes[keep], y_codes[keep], job.scoring,
-                                    **options) if keep.size else np.zeros(0, np.int32)
-    del x_codes, y_codes
+    # Screening: pairs whose base counts bound their score below the threshold are out without any DP
+    # (exact); which of the others reach it (flag kernels that stop once a pair is decided), then the
+    # scores of those few.
+    with stages.timed("kernel", device=on_device):
+        keep = np.flatnonzero(_in_pair_order(task, job, codes, algorithm, job.threshold, options))
+        qk, tk = qi[keep], sequences.queries + ti[keep]
+        swap = lengths[tk] < lengths[qk]   # the shorter sequence is the kernel's x
+        x, y = np.where(swap, tk, qk), np.where(swap, qk, tk)
+        scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
+                                           lengths[y], job.scoring, product=False, **options)
+                  if keep.size else np.zeros(0, np.int32))
     rows = {"query": qi[keep], "target": ti[keep], "score": scores.astype(np.int64)}
     if job.align:
-        coords, cigars = sw_kernels.align(sequences.codes, q_start[keep], q_len[keep], t_start[keep], t_len[keep],
-                                          scores, job.scoring)
+        with stages.timed("locate"):
+            coords, cigars = sw_kernels.align(sequences.codes, starts[qk], lengths[qk], starts[tk], lengths[tk],
+                                              scores, job.scoring)
         for k, name in enumerate(ALIGNMENT_COLUMNS[:4]):
             rows[name] = coords[:, k].astype(np.int64)
         rows["cigar"] = np.asarray(cigars, dtype=object)
     return pd.DataFrame(rows)
 
 
-def _score_bound(sequences: WorkerSequences, task: PairTask, job: ScreenJob) -> np.ndarray | None:
-    """sw_kernels.composition_bound of each of the task's pairs (in pair_indices order), from base
-    counts taken once per sequence; None for threshold 0 (every pair passes)."""
-    if not job.threshold:
-        return None
+def _in_pair_order(task: PairTask, job: ScreenJob, codes, algorithm: str, threshold, options) -> np.ndarray:
+    """buffer_scores of every pair of the task (scores, or with a threshold whether each reaches it, the
+    composition bound applied), in pair_indices order."""
+    sequences = job.sequences
+    starts, lengths = sequences.starts, sequences.lengths
+    queries, targets = task.queries, sequences.queries + task.targets
+    if task.product:   # the tile: x the side with the shorter sequences (the score is symmetric)
+        x_is_query = lengths[queries].max() <= lengths[targets].max()
+        x, y = (queries, targets) if x_is_query else (targets, queries)
+        bound = None
+        if threshold:
+            bound = _bound(sequences, x, y, True, job.scoring)
+        result = sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
+                                          lengths[y], job.scoring, product=True, threshold=threshold, bound=bound,
+                                          **options)
+        return (result if x_is_query else result.T).reshape(-1)
+    swap = lengths[targets] < lengths[queries]   # per pair, the shorter sequence is the kernel's x
+    x, y = np.where(swap, targets, queries), np.where(swap, queries, targets)
+    bound = _bound(sequences, x, y, False, job.scoring) if threshold else None
+    return sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y], lengths[y],
+                                    job.scoring, product=False, threshold=threshold, bound=bound, **options)
+
+
+def _bound(sequences: WorkerSequences, x: np.ndarray, y: np.ndarray, product: bool, scoring: Scoring) -> np.ndarray:
+    """sw_kernels.composition_bound of the pairs (x[p], y[p]), or of every x with every y (product:
+    (len x, len y)), from base counts taken once per sequence."""
     def counts(indices):
         return sw_kernels.base_counts(sequences.codes, sequences.starts[indices], sequences.lengths[indices])
-    if task.product:
-        q_counts = counts(task.queries)
-        t_counts = counts(sequences.queries + task.targets)
-        x_counts = np.repeat(q_counts, len(task.targets), axis=0)
-        y_counts = np.tile(t_counts, (len(task.queries), 1))
-    else:
-        x_counts = counts(task.queries)
-        y_counts = counts(sequences.queries + task.targets)
-    return sw_kernels.composition_bound(x_counts, y_counts, job.scoring)
+    x_counts, y_counts = counts(x), counts(y)
+    if product:
+        return scoring.match * np.minimum(x_counts[:, None, :], y_counts[None, :, :]).sum(axis=2, dtype=np.int64)
+    return sw_kernels.composition_bound(x_counts, y_counts, scoring)

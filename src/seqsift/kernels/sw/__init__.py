@@ -37,6 +37,21 @@ Scoring may be affine (``Scoring(gap_open=O, gap_extend=E)``: a gap of length
 L scores -(O + (L - 1) E), parasail's convention); sw-bpbc, sw-wordwise and
 sw-dpx score linear gaps only and refuse it.
 
+Sequences in one buffer (the screen job's call shape, issue 26): every kernel also runs as
+
+    buffer_scores(algorithm, backend, codes, x_start, x_len, y_start, y_len, scoring, *, product,
+                  threshold=None) -> scores, or bools (score >= threshold)
+
+codes      uint8: the text codes of all sequences, one after another (host or device)
+x_start, x_len, y_start, y_len
+           where each x and y sequence lies in codes
+product    True: every x against every y (an all-vs-all tile), result (len x, len y);
+           False: x[p] against y[p], result (len x,)
+
+sw-dpx and sw-dpx-affine have kernels of this shape (``Algorithm.buffer_backends``; dpx.cu reads the
+sequences where they lie, an all-vs-all tile one target per block); the others run on code matrices
+gathered from the buffer (on the device for cuda), so that no job pads a matrix per pair on the host.
+
 :func:`pairs_reaching` answers "score >= T?" for every pair; sw-bpbc does it
 with a flag kernel that keeps one bit per pair instead of its running maximum
 and numbers only wide enough for T (faster: see sw.cu, REACHED).
@@ -51,10 +66,10 @@ import numpy as np
 
 from .. import ALGORITHMS, resolve_kernel
 from . import cpu as sw_cpu
-from .cpu import gather_rows  # the screen job pads its pairs' codes with it
+from .cpu import gather_rows  # buffer_scores gathers pairs on the host with it
 
 __all__ = ["Scoring", "sw_algorithms", "affine_algorithms", "score_bits", "reach_bits", "pair_scores",
-           "pairs_reaching", "align", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS", "gather_rows"]
+           "pairs_reaching", "buffer_scores", "align", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS", "gather_rows"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
@@ -347,6 +362,106 @@ def dpx_affine_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_le
 
 
 # --------------------------------------------------------------------------
+# Sequences in one buffer (module docstring)
+# --------------------------------------------------------------------------
+
+def _buffer_pairs(x_count: int, y_count: int, product: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(x index, y index) of every pair, in the result's order."""
+    if product:
+        return np.repeat(np.arange(x_count), y_count), np.tile(np.arange(y_count), x_count)
+    return np.arange(x_count), np.arange(x_count)
+
+
+def _gathered(codes, x_start, x_len, y_start, y_len, product: bool):
+    """The pairs' code matrices (pairs x max x length, pairs x max y length), padded with N, where codes is
+    (host: NumPy; device: CuPy, gathered on the device)."""
+    xi, yi = _buffer_pairs(len(x_start), len(y_start), product)
+    m, n = int(np.max(x_len)), int(np.max(y_len))
+    if isinstance(codes, np.ndarray):
+        x = np.empty((len(xi), m), np.uint8)
+        y = np.empty((len(yi), n), np.uint8)
+        gather_rows(codes, np.asarray(x_start, np.int64)[xi], np.asarray(x_len, np.int64)[xi], m, x)
+        gather_rows(codes, np.asarray(y_start, np.int64)[yi], np.asarray(y_len, np.int64)[yi], n, y)
+        return x, y
+    from .cuda import gather_device
+
+    return (gather_device(codes, np.asarray(x_start)[xi], np.asarray(x_len)[xi], m),
+            gather_device(codes, np.asarray(y_start)[yi], np.asarray(y_len)[yi], n))
+
+
+def _dpx_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring: Scoring, affine: bool, product: bool,
+                    threshold):
+    shape = (len(x_start), len(y_start)) if product else (len(x_start),)
+    if 0 in shape:
+        return np.zeros(shape, np.int32 if threshold is None else bool)
+    x, y = _gathered(np.ascontiguousarray(codes, dtype=np.uint8), x_start, x_len, y_start, y_len, product)
+    scores = _dpx_cpu(x, y, scoring, affine).reshape(shape)
+    return scores if threshold is None else scores >= threshold
+
+
+def dpx_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring: Scoring, *, product: bool, threshold=None):
+    """sw-dpx's CPU path on one code buffer: the pairs gathered, then dpx.cu's lanes (dpx_cpu)."""
+    _linear_only(scoring, "sw-dpx")
+    return _dpx_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring, False, product, threshold)
+
+
+def dpx_affine_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring: Scoring, *, product: bool,
+                          threshold=None):
+    """sw-dpx-affine's CPU path on one code buffer (dpx_affine_cpu's lanes)."""
+    return _dpx_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring, True, product, threshold)
+
+
+def buffer_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, y_len, scoring: Scoring, *,
+                  product: bool, threshold: int | None = None, word_bits=None, bound=None) -> np.ndarray:
+    """Scores (or, with ``threshold``, whether each pair reaches it) of pairs read from one code buffer
+    (module docstring), on the algorithm's buffer kernel or on matrices gathered from the buffer.
+
+    ``bound``: an upper bound of each pair's score, shaped like the result (:func:`composition_bound`);
+    with a threshold, pairs bounded below it are False without any DP (all-vs-all tiles still run
+    whole unless no pair is left).
+    """
+    shape = (len(x_start), len(y_start)) if product else (len(x_start),)
+    if threshold is not None and threshold <= 0:
+        return np.ones(shape, bool)
+    if threshold is not None and bound is not None:
+        candidates = np.asarray(bound) >= threshold
+        if not candidates.any():
+            return np.zeros(shape, bool)
+        if product and candidates.mean() < 0.5:   # few pairs left: those alone, as a list of pairs
+            xi, yi = np.nonzero(candidates)
+            reached = np.zeros(shape, bool)
+            reached[xi, yi] = buffer_scores(algorithm, backend, codes, np.asarray(x_start)[xi],
+                                            np.asarray(x_len)[xi], np.asarray(y_start)[yi],
+                                            np.asarray(y_len)[yi], scoring, product=False, threshold=threshold,
+                                            word_bits=word_bits)
+            return reached
+        if not product and not candidates.all():
+            keep = np.flatnonzero(candidates)
+            reached = np.zeros(shape, bool)
+            reached[keep] = buffer_scores(algorithm, backend, codes, np.asarray(x_start)[keep],
+                                          np.asarray(x_len)[keep], np.asarray(y_start)[keep],
+                                          np.asarray(y_len)[keep], scoring, product=False, threshold=threshold,
+                                          word_bits=word_bits)
+            return reached
+    else:
+        candidates = None
+    kernel = resolve_kernel(algorithm, backend, buffer=True)
+    if kernel is not None:
+        result = kernel(codes, x_start, x_len, y_start, y_len, scoring, product=product, threshold=threshold)
+    elif 0 in shape:
+        result = np.zeros(shape, np.int32 if threshold is None else bool)
+    else:
+        x, y = _gathered(codes, x_start, x_len, y_start, y_len, product)
+        options = dict(word_bits=word_bits, min_length=int(min(np.max(x_len), np.max(y_len))))
+        if threshold is None:
+            result = pair_scores(algorithm, backend, x, y, scoring, **options)
+        else:
+            result = pairs_reaching(algorithm, backend, x, y, scoring, threshold, **options)
+        result = np.asarray(result).reshape(shape)
+    return result if candidates is None else result & candidates
+
+
+# --------------------------------------------------------------------------
 # The exact threshold filter: an upper bound of the score from base counts
 # --------------------------------------------------------------------------
 
@@ -511,4 +626,5 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
 
 
 # The CUDA launchers (cuda.py; CuPy is imported only when one runs).
-from .cuda import bpbc_cuda, bpbc_reach_cuda, dpx_affine_cuda, dpx_cuda, gotoh_cuda, wordwise_cuda  # noqa: E402
+from .cuda import (bpbc_cuda, bpbc_reach_cuda, dpx_affine_buffer_cuda, dpx_affine_cuda,  # noqa: E402
+                   dpx_buffer_cuda, dpx_cuda, gotoh_cuda, wordwise_cuda)

@@ -201,64 +201,150 @@ def gotoh_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length
 
 
 DPX_THREADS = 256
-DPX_ROW_CHOICES = (4, 8, 16)
+DPX_GAP = 64            # dpx.cu: N codes a PAIRS row has before its start and past the longest row
+DPX_BOUND_PAD = 80      # dpx.cu: boundary row columns beyond n
+DPX_TABLE_WORDS = 32 + 1024 + 8   # dpx.cu: DPX_LEAD + DPX_CHUNK + DPX_TAIL, the PRODUCT table in shared memory
+DPX_MAX_ROWS = {False: 20, True: 16}
+"""The most rows per thread (DPX_ROWS) per gap model: beyond, ptxas spills at 128 registers (2 blocks per SM)."""
+DPX_BOUNDARY_BYTES = 2 << 30
+"""At most this much device memory for the rounds' boundary rows of one launch (PRODUCT launches are split
+along y to stay under it; run 1 of round 2 split a 256 x 128 tile of two rounds into launches of 60 blocks
+at 512 MB, half the speed of the same rounds as pairs)."""
 
 
-def dpx_geometry(m: int, rows: int | None = None, group: int | None = None) -> tuple[int, int, int]:
-    """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x rows of length m.
+def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
+                 affine: bool = False) -> tuple[int, int, int]:
+    """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x sequences of up to m rows.
 
-    Default: R = 8 and the smallest power of two G >= m / R (at least 4, at most 32); longer x runs
-    in rounds of G R rows.
+    Unless given: the fewest rounds (each round after the first passes its top row through global
+    memory and runs the target again), then the (R, G) that computes the fewest rows, weighed by the
+    per-step work that R rows share (a shuffle, a table read, the loop): rounds G R (1 + 6 / R), with
+    R <= DPX_MAX_ROWS. 128 rows: R = 16 x G = 8 (run 1 of round 2, 128 x 8,192 linear: 6.45e12
+    cells/s, against 5.94e12 for 8 x 16 and 2.27e12 for 16 x 4 in two rounds); 150: 19 x 8; 512: 16 x 32.
     """
-    rows = rows or 8
-    if group is None:
-        group = 4
-        while group < 32 and group * rows < m:
-            group *= 2
-    rounds = max(1, -(-m // (group * rows)))
-    return rows, group, rounds
+    m = max(1, int(m))
+    if rows and group:
+        return rows, group, -(-m // (rows * group))
+    best = None
+    for g in ((group,) if group else (4, 8, 16, 32)):
+        for r in ((rows,) if rows else range(4, DPX_MAX_ROWS[affine] + 1)):
+            rounds = -(-m // (g * r))
+            key = (rounds, rounds * g * r * (1 + 6 / r))
+            if best is None or key < best[0]:
+                best = (key, r, g, rounds)
+    return best[1], best[2], best[3]
 
 
-def y_shifts(y_dev, n4: int):
-    """dpx.cu's target format: 8 x code for A/C/G/T, 32 otherwise, rows padded to n4 columns with 32."""
+def _as_device(array, dtype):
     import cupy
 
-    pairs, n = y_dev.shape
-    out = cupy.full((pairs, n4), 32, dtype=cupy.uint8)
-    out[:, :n] = cupy.where(y_dev < 4, y_dev * 8, 32).astype(cupy.uint8)
+    return cupy.ascontiguousarray(cupy.asarray(array, dtype=dtype))
+
+
+def gather_device(codes_dev, starts, lengths, width: int, lead: int = 0, out=None):
+    """(len(starts), width) uint8 on the device: row p holds codes[starts[p]:+lengths[p]] from column
+    ``lead`` on, N (4) elsewhere (dpx.cu's sw_gather_rows; lengths are cut at width - lead). starts and
+    lengths may be on the host or the device; ``out``: a C-contiguous device array of that shape to fill."""
+    import cupy
+
+    from ..cuda import load_module
+
+    rows = len(starts)
+    if out is None:
+        out = cupy.empty((rows, width), dtype=cupy.uint8)
+    if rows and width:
+        lengths = cupy.minimum(_as_device(lengths, cupy.int32), max(0, width - lead)).astype(cupy.int32)
+        total = rows * width
+        load_module("sw/dpx.cu").get_function("sw_gather_rows")(
+            ((total + 255) // 256,), (256,),
+            (codes_dev, _as_device(starts, cupy.int64), lengths, np.int64(rows), np.int32(width), np.int32(lead),
+             out))
     return out
 
 
-def cuda_dpx_device(x_dev, ysh_dev, n: int, scoring: Scoring, affine: bool, rows: int | None = None,
-                    group: int | None = None):
-    """The DPX kernel on device codes x (pairs x m) and target shifts (pairs x n4); int32 scores on the
-    device, -1 for a pair that may have saturated its 16-bit lane."""
+def reach_z(scoring: Scoring, threshold: int) -> int | None:
+    """The biased lane value of score T in dpx.cu (T + B + c2), or None where a lane cannot flag T exactly
+    (T past the 16-bit lanes, or T < 1)."""
+    from .cpu import DPX_LANE_MAX, dpx_bias
+
+    value = int(threshold) + dpx_bias(scoring.open, scoring.mismatch) + scoring.mismatch
+    return value if 1 <= threshold and value <= DPX_LANE_MAX - scoring.match else None
+
+
+def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scoring: Scoring, affine: bool, *,
+               product: bool, threshold: int | None = None, rows: int | None = None, group: int | None = None):
+    """dpx.cu's kernels on sequences in one device code buffer; int32 on the device.
+
+    x_start/x_len (int64/int32, host or device): the x sequences; y_start/y_len: the y ones. ``product``:
+    every x against every y, out (len x, len y); else x[p] against y[p], out (len x,), whose y rows must
+    hold N for DPX_GAP codes before their start and past n (:func:`gather_device` with lead DPX_GAP).
+    m, n: the longest x and y. Scores (-1: the lane may have wrapped; rescore it), or with a
+    ``threshold`` whose :func:`reach_z` exists, flags 1 / 0 (score >= T).
+    """
     import cupy
 
     from ..cuda import load_module
     from .cpu import dpx_bias
 
-    pairs, m = x_dev.shape
-    n4 = ysh_dev.shape[1]
-    rows, group, rounds = dpx_geometry(m, rows, group)
-    scores = cupy.zeros(pairs, dtype=cupy.int32)
-    if pairs == 0 or m == 0 or n == 0:
-        return scores
-    groups = (pairs + 1) // 2
-    boundary = cupy.empty((groups, 4 * n) if rounds > 1 else (1,), dtype=cupy.uint32)
-    threads = groups * group
-    blocks = -(-threads // DPX_THREADS)
+    x_count, y_count = len(x_start), len(y_start)
+    out = cupy.zeros((x_count, y_count) if product else (x_count,), dtype=cupy.int32)
+    if x_count == 0 or y_count == 0 or m == 0 or n == 0:
+        return out
+    rows, group, rounds = dpx_geometry(m, rows, group, affine)
+    z = 0 if threshold is None else reach_z(scoring, threshold)
+    if z is None:
+        raise ValueError(f"threshold {threshold} cannot be flagged in 16-bit lanes with {scoring.describe()}")
+    module = load_module("sw/dpx.cu", DPX_ROWS=rows, DPX_AFFINE=int(affine))
+    name = (f"sw_dpx_{'tiles' if product else 'pairs'}_{'affine' if affine else 'linear'}"
+            f"{'' if threshold is None else '_reach'}")
+    kernel = module.get_function(name)
+    lane_pairs = (x_count + 1) // 2
+    groups_per_block = DPX_THREADS // group
+    blocks_x = -(-lane_pairs // groups_per_block)
+    bound_row = 2 * (n + DPX_BOUND_PAD)
+    y_per_launch = y_count if product else 1
+    if rounds > 1:
+        per_y = lane_pairs * 2 * bound_row * 4
+        y_per_launch = max(1, min(y_per_launch, DPX_BOUNDARY_BYTES // per_y))
+    if product:
+        y_per_launch = min(y_per_launch, 65535)   # gridDim.y
+    slots = lane_pairs * y_per_launch
+    boundary = cupy.empty((slots * 2 * bound_row,) if rounds > 1 else (1,), dtype=cupy.uint32)
+    codes_dev = cupy.asarray(codes_dev)
+    xs, xl = _as_device(x_start, cupy.int64), _as_device(x_len, cupy.int32)
+    ys, yl = _as_device(y_start, cupy.int64), _as_device(y_len, cupy.int32)
     bias = dpx_bias(scoring.open, scoring.mismatch)
-    module = load_module("sw/dpx.cu", DPX_ROWS=rows)
-    common = (x_dev, ysh_dev, np.int64(pairs), np.int32(m), np.int32(rounds), np.int32(n), np.int32(n4),
-              np.int32(group), np.int32(scoring.match), np.int32(scoring.mismatch))
-    if affine:
-        module.get_function("sw_dpx_affine")((blocks,), (DPX_THREADS,), common + (
-            np.int32(scoring.open), np.int32(scoring.extend), np.int32(bias), boundary, scores))
-    else:
-        module.get_function("sw_dpx_linear")((blocks,), (DPX_THREADS,), common + (
-            np.int32(scoring.gap), np.int32(bias), boundary, scores))
-    return scores
+    constants = (np.int32(rounds), np.int32(group), np.int32(scoring.match), np.int32(scoring.mismatch),
+                 np.int32(scoring.open), np.int32(scoring.extend), np.int32(bias), np.int32(z),
+                 np.int64(bound_row), boundary)
+    if not product:
+        kernel((blocks_x,), (DPX_THREADS,), (codes_dev, xs, xl, np.int64(x_count), ys, yl) + constants
+               + (out, np.int64(1)))
+        return out
+    for first in range(0, y_count, y_per_launch):
+        last = min(y_count, first + y_per_launch)
+        kernel((blocks_x, last - first), (DPX_THREADS,),
+               (codes_dev, xs, xl, np.int64(x_count), ys[first:last], yl[first:last]) + constants
+               + (out[:, first:], np.int64(y_count)), shared_mem=4 * DPX_TABLE_WORDS)
+    return out
+
+
+def _dpx_pairs_device(x_dev, y_dev, scoring: Scoring, affine: bool, threshold=None, rows=None, group=None):
+    """dpx_launch on code matrices (pairs x m, pairs x n, on the device): one buffer of the x rows as they
+    are, then the y rows gathered with DPX_GAP codes of N on both sides."""
+    import cupy
+
+    pairs, m = x_dev.shape
+    n = y_dev.shape[1]
+    width = n + 2 * DPX_GAP
+    buffer = cupy.empty(x_dev.size + pairs * width, dtype=cupy.uint8)
+    buffer[:x_dev.size] = x_dev.reshape(-1)
+    index = cupy.arange(pairs, dtype=cupy.int64)
+    gather_device(y_dev.reshape(-1), index * n, cupy.full(pairs, n, dtype=cupy.int32), width, DPX_GAP,
+                  out=buffer[x_dev.size:].reshape(pairs, width))
+    return dpx_launch(buffer, index * m, cupy.full(pairs, m, dtype=cupy.int32), index * width + DPX_GAP + x_dev.size,
+                      cupy.full(pairs, n, dtype=cupy.int32), m, n, scoring, affine, product=False,
+                      threshold=threshold, rows=rows, group=group)
 
 
 def _dpx_cuda(x_codes, y_codes, scoring: Scoring, affine: bool, rows=None, group=None):
@@ -272,8 +358,7 @@ def _dpx_cuda(x_codes, y_codes, scoring: Scoring, affine: bool, rows=None, group
         return np.zeros(pairs, np.int32)
     if not dpx_admits(scoring):
         return gotoh_cuda(x_dev, y_dev, scoring)
-    n4 = -(-n // 4) * 4
-    scores = cuda_dpx_device(x_dev, y_shifts(y_dev, n4), n, scoring, affine, rows, group).get()
+    scores = _dpx_pairs_device(x_dev, y_dev, scoring, affine, rows=rows, group=group).get()
     return rescore_saturated(scores, x_dev, y_dev, scoring, "cuda")
 
 
@@ -288,3 +373,72 @@ def dpx_affine_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_l
     """sw-dpx-affine on the GPU: dpx.cu's Gotoh cell in 16-bit lanes; saturating pairs rescored by sw-gotoh."""
     _shapes(x_codes, y_codes, min_length)
     return _dpx_cuda(x_codes, y_codes, scoring, affine=True)
+
+
+# --------------------------------------------------------------------------
+# The buffer call shape (kernels/sw/__init__.py, "Sequences in one buffer")
+# --------------------------------------------------------------------------
+
+def _dpx_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring: Scoring, affine: bool, *, product: bool,
+                     threshold=None):
+    import cupy
+
+    x_start, x_len = np.asarray(x_start, np.int64), np.asarray(x_len, np.int64)
+    y_start, y_len = np.asarray(y_start, np.int64), np.asarray(y_len, np.int64)
+    shape = (len(x_start), len(y_start)) if product else (len(x_start),)
+    if 0 in shape:
+        return np.zeros(shape, bool if threshold is not None else np.int32)
+    codes_dev = cupy.asarray(codes, dtype=cupy.uint8)
+    m, n = int(x_len.max()), int(y_len.max())
+    if not dpx_admits(scoring):   # every pair by sw-gotoh
+        scores = _buffer_gotoh(codes_dev, x_start, x_len, y_start, y_len, m, n, scoring, product)
+        return scores if threshold is None else scores >= threshold
+    flag = threshold is not None and reach_z(scoring, threshold) is not None
+    if product:
+        result = dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m, n, scoring, affine, product=True,
+                            threshold=threshold if flag else None).get()
+    else:
+        # x read where it lies; y gathered after the codes, with DPX_GAP codes of N on both sides
+        width = n + 2 * DPX_GAP
+        buffer = cupy.empty(codes_dev.size + len(y_start) * width, dtype=cupy.uint8)
+        buffer[:codes_dev.size] = codes_dev
+        gather_device(codes_dev, y_start, y_len, width, DPX_GAP,
+                      out=buffer[codes_dev.size:].reshape(len(y_start), width))
+        rows_start = np.arange(len(y_start), dtype=np.int64) * width + DPX_GAP + codes_dev.size
+        result = dpx_launch(buffer, x_start, x_len, rows_start, y_len, m, n, scoring, affine, product=False,
+                            threshold=threshold if flag else None).get()
+        del buffer
+    if flag:
+        return result.astype(bool)
+    flagged = np.argwhere(result < 0)   # lanes that may have wrapped: sw-gotoh's 32-bit scores
+    if flagged.size:
+        xi = flagged[:, 0]
+        yi = flagged[:, 1] if product else xi
+        again = _buffer_gotoh(codes_dev, x_start[xi], x_len[xi], y_start[yi], y_len[yi], m, n, scoring, False)
+        result[tuple(flagged.T)] = again
+    return result if threshold is None else result >= threshold
+
+
+def _buffer_gotoh(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scoring: Scoring, product: bool):
+    """sw-gotoh's scores of buffer pairs (every x with every y for ``product``), through padded rows."""
+    if product:
+        xi, yi = np.repeat(np.arange(len(x_start)), len(y_start)), np.tile(np.arange(len(y_start)), len(x_start))
+        return _buffer_gotoh(codes_dev, x_start[xi], x_len[xi], y_start[yi], y_len[yi], m, n, scoring,
+                             False).reshape(len(x_start), len(y_start))
+    x_rows = gather_device(codes_dev, x_start, x_len, m)
+    y_rows = gather_device(codes_dev, y_start, y_len, n)
+    return gotoh_cuda(x_rows, y_rows, scoring)
+
+
+def dpx_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring: Scoring, *, product: bool, threshold=None):
+    """sw-dpx on sequences in one code buffer (host or device), read where they lie (dpx.cu, "The launch")."""
+    _linear_only(scoring, "sw-dpx")
+    return _dpx_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring, False, product=product,
+                            threshold=threshold)
+
+
+def dpx_affine_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring: Scoring, *, product: bool,
+                           threshold=None):
+    """sw-dpx-affine on sequences in one code buffer (host or device), read where they lie."""
+    return _dpx_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring, True, product=product,
+                            threshold=threshold)

@@ -2,8 +2,10 @@
 //
 //   sw_gotoh       sw-gotoh: Gotoh's affine-gap DP, one pair per thread, 32-bit cells (linear gaps
 //                  as O = E); the reference kernel, and the fall-back of the 16-bit kernels below.
-//   sw_dpx_linear  sw-dpx: the linear-gap cell in 16-bit lanes on DPX instructions.
-//   sw_dpx_affine  sw-dpx-affine: Gotoh's cell in 16-bit lanes on DPX instructions.
+//   sw_dpx_{pairs,tiles}_linear[_reach]  sw-dpx: the linear-gap cell in 16-bit lanes on DPX
+//                  instructions, for a list of pairs or an all-vs-all tile; _reach: threshold flags.
+//   sw_dpx_{pairs,tiles}_affine[_reach]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise.
+//   sw_gather_rows the sequences of a code buffer as a padded matrix on the device.
 //
 // Scores (kernels/sw/cpu.py): match +c1, mismatch -c2 (N, code 4, mismatches everything), a gap of
 // length L -(O + (L - 1) E) (parasail's convention):
@@ -29,14 +31,15 @@
 //   a global buffer that the group's last thread wrote. At step t thread k computes column j = t - k
 //   of its R rows: the row above it arrives by __shfl_up_sync from thread k - 1, which computed it at
 //   step t - 1 (and the diagonal one step earlier still).
-// * Score: a byte permute (PRMT) per cell. For target column j the group's first thread builds an
-//   8-byte table (two registers): byte b (b = 0..3) of the first holds c1 + c2 if lane 0's target base
-//   is b, else 0; the second does the same for lane 1 (an N base: all 0). Each row keeps a selector:
+// * Score: a byte permute (PRMT) per cell. For target column j an 8-byte table (two registers): byte
+//   b (b = 0..3) of the first holds c1 + c2 if lane 0's target base is b, else 0; the second does the
+//   same for lane 1 (an N base: all 0); K << 8 code, with shl's clamp making code 4 (N) an all-0
+//   table. Each thread reads its column's codes itself (round 1 built the table in the group's first
+//   thread and shuffled it down, from a separate target-format pass). Each row keeps a selector:
 //   its query base in the low nibble of each lane's low byte (lane 1 indexes bytes 4..7), and 8 in the
 //   nibble of each lane's high byte. PRMT's sign-replicate mode (selector nibble >= 8) turns that high
 //   byte into 0 (every table byte is < 128), and a query N takes selector 8 as well: s'' = s + c2 is
-//   c1 + c2 on a match and 0 otherwise, in both lanes, in one instruction. The table moves down the
-//   group by shuffles with the row, so each column's table is built once per group.
+//   c1 + c2 on a match and 0 otherwise, in both lanes, in one instruction.
 // * Biases keep every lane positive, so the constant subtractions below are plain 32-bit IADD/IMAD
 //   that never borrow across lanes (and the compiler may put them on the FMA pipe): with
 //   Z = H + B + c2 (the cell's result) and B = max(0, O - c2) (O = g for the linear cell):
@@ -55,8 +58,8 @@
 //   kernel: Hopper has DPX for 16-bit lanes only; four 8-bit lanes would need emulated SIMD maxima
 //   (several instructions each) and gain nothing.
 //
-// Codes: x (the shorter sequence) pair-major, x[p * m_in + i]; y as shift amounts ysh[p * n4 + j] =
-// 8 * code for A/C/G/T and 32 for anything else (the launcher prepares it; n4 a multiple of 4).
+// Codes (seqsift.alphabet): A0 C1 G2 T3, 4 for N and anything else; x is the shorter sequence of a
+// pair (the rows), y the longer (the columns); see "The launch" below for where they are read.
 // Plain C types only: NVRTC (CuPy) compiles this file without the C++ standard headers; plain nvcc
 // compiles it too (nvcc -arch=sm_90 -c dpx.cu).
 
@@ -111,19 +114,62 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
     return (0x80u | lo) | ((0x80u | hi) << 8);
 }
 
-template <bool AFFINE>
-__device__ __forceinline__ void dpx_body(const unsigned char *__restrict__ x, const unsigned char *__restrict__ ysh,
-                                         long long pairs, int m_in, int rounds, int n, int n4, int group, int c1,
-                                         int c2, int gap_open, int gap_extend, int bias,
-                                         u32 *__restrict__ boundary, int *__restrict__ scores) {
+// ---------------------------------------------------------------------------------------------
+// The launch (issue 26, round 2). Sequences are read where they lie, in one buffer of codes on the
+// device, by (start, length); nothing is padded per pair on the host:
+//
+// * PRODUCT (all-vs-all tiles): block (bx, by) aligns target y[by] against 2 x (threads / G) of the
+//   x sequences. Both lanes of a register share the target, so one table word per column serves
+//   them (the PRMT takes it as both halves). The block converts its target to table words in shared
+//   memory, DPX_CHUNK columns at a time (the target-format pass of round 1, fused into the kernel).
+// * PAIRS (x[p] against y[p]): each thread converts its own column's two target codes, read from
+//   rows that hold N (code 4) for DPX_GAP codes before their start and past the longest row of the
+//   launch (the launcher gathers them so on the device).
+//
+// The step loop has no range checks. Columns before 0 (thread k at steps t < k) and past a target's
+// end are all-N columns: an N column computed from cells that are all at most some value v leaves
+// cells at most v (P = max(Z_diag - c2, H 0), the gaps only subtract), so it changes no maximum, and
+// from the all-zero state it leaves the all-zero state, which is what column 0 must see on its left.
+// Rows past an x's length are N rows, likewise. So every thread runs every step of the round alike:
+// the 4-step unrolled body is the cells, one shuffle per value passed down, one table read (PRODUCT)
+// or two code loads (PAIRS), and a select for the group's first thread.
+//
+// REACH (threshold T, the flag kernels): the same cells; every DPX_EXIT_STEPS steps the warp votes,
+// and once every pair of the warp has a lane >= T (biased) it stops: such a pair's first cell >= T
+// had every input below T, so it was computed exactly, and its flag is final (out = 1, else 0).
+// ---------------------------------------------------------------------------------------------
+
+#define DPX_GAP 64          // PAIRS: N codes each y row has before its start and past the launch's longest row
+#define DPX_CHUNK 1024      // PRODUCT: target columns per shared-memory table chunk (a multiple of 4)
+#define DPX_LEAD 32         // table words before a chunk's first column: thread k reads column t - k, k < 32
+#define DPX_TAIL 8          // and after its last: the 4-step body runs up to 3 steps past the end
+#define DPX_EXIT_STEPS 32   // REACH: steps between two votes of a warp (a power of two, a multiple of 4)
+#define DPX_BOUND_PAD 80    // boundary row: columns kept beyond n (the lead, the unroll and the prefetch)
+
+template <bool AFFINE, bool PRODUCT, bool REACH>
+__device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ codes,
+                                              const long long *__restrict__ x_start, const int *__restrict__ x_len,
+                                              long long x_count, const long long *__restrict__ y_start,
+                                              const int *__restrict__ y_len, int rounds, int group, int c1, int c2,
+                                              int gap_open, int gap_extend, int bias, int reach_z,
+                                              long long bound_row, u32 *__restrict__ boundary,
+                                              int *__restrict__ out, long long out_stride) {
+    extern __shared__ u32 dpx_table[];   // PRODUCT: table words of columns [c0 - DPX_LEAD, c0 + DPX_CHUNK + DPX_TAIL)
     const int R = DPX_ROWS;
     const int lane = threadIdx.x & 31;
     const int k = lane & (group - 1);                                   // rank in the group
-    const long long gid = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / group;
-    const long long groups = (pairs + 1) / 2;
-    const bool real = gid < groups;                                     // whole warps run; spare groups idle
-    const long long pa = real ? 2 * gid : 0;
-    const long long pb = real && 2 * gid + 1 < pairs ? 2 * gid + 1 : pa;
+    const long long gid = (long long)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+    const long long lane_pairs = (x_count + 1) / 2;                     // groups needed along x
+    const bool real = gid < lane_pairs;                                 // whole warps run; spare groups idle
+    const long long xa = real ? 2 * gid : 0;
+    const long long xb = real && 2 * gid + 1 < x_count ? 2 * gid + 1 : xa;
+    const long long ya_index = PRODUCT ? (long long)blockIdx.y : xa;
+    const long long yb_index = PRODUCT ? (long long)blockIdx.y : xb;
+    int n = PRODUCT ? y_len[ya_index] : max(y_len[ya_index], y_len[yb_index]);
+    if (!PRODUCT) {   // the warp's shuffles need one step count for all its groups
+        for (int offset = 16; offset > 0; offset >>= 1) n = max(n, __shfl_xor_sync(DPX_FULL, n, offset));
+    }
+    const int steps = n + group - 1;   // thread k computes column t - k at step t
 
     const u32 K = (u32)(c1 + c2);                 // s'' on a match
     const u32 BASE = pack2(bias + c2);            // Z of H = 0
@@ -132,62 +178,89 @@ __device__ __forceinline__ void dpx_body(const unsigned char *__restrict__ x, co
     const u32 NGE = pack2(-gap_extend);
     const u32 Y0 = pack2(bias);                   // Y of H = 0
     const u32 G0 = pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
-    const u32 *ya = reinterpret_cast<const u32 *>(ysh + pa * (long long)n4);
-    const u32 *yb = reinterpret_cast<const u32 *>(ysh + pb * (long long)n4);
-    u32 *bound = boundary + (real ? gid : 0) * 2LL * 2 * n;   // [2 buffers][n][Y, Fc]
+    // Affine: the constant subtractions as z * one - C, an IMAD on the FMA pipe, which the ALU pipe's
+    // DPX instructions leave free (as plain subtractions ptxas put half of them on the ALU pipe as
+    // VIADD, SASS of R = 16: 3.48 ALU instructions per cell instead of 3.05). one is 1 (the launch has
+    // 256 threads), a value ptxas cannot see. The linear cell's subtractions stay IMADs as they are.
+    const u32 one = AFFINE ? blockDim.x >> 8 : 1u;
+    const unsigned char *xa_codes = codes + x_start[xa];
+    const unsigned char *xb_codes = codes + x_start[xb];
+    const int xa_len = x_len[xa], xb_len = x_len[xb];
+    const unsigned char *ya_codes = codes + y_start[ya_index] - k;   // PAIRS: column t - k is ya_codes[t]
+    const unsigned char *yb_codes = codes + y_start[yb_index] - k;
+    const long long slot = PRODUCT ? (long long)blockIdx.y * lane_pairs + gid : gid;
+    u32 *bound = boundary + (real ? slot : 0) * 2 * bound_row;   // [2 rows][columns][Y, Fc], rounds > 1 only
 
     u32 best = BASE;
+    bool done = false;   // REACH: every pair of the warp decided (warp-uniform)
     for (int round = 0; round < rounds; ++round) {
         u32 sel[DPX_ROWS], Y[DPX_ROWS], G[DPX_ROWS], EC[DPX_ROWS];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int row = (round * group + k) * R + r;
-            const unsigned int xa = row < m_in ? x[pa * m_in + row] : 4u;
-            const unsigned int xb = row < m_in ? x[pb * m_in + row] : 4u;
-            sel[r] = dpx_selector(xa, xb);
+            sel[r] = dpx_selector(row < xa_len ? xa_codes[row] : 4u, row < xb_len ? xb_codes[row] : 4u);
             Y[r] = Y0;
             G[r] = G0;
             EC[r] = G0;
         }
-        const u32 *above = bound + (long long)((round + 1) & 1) * 2 * n;   // the previous round's last row
-        u32 *below = bound + (long long)(round & 1) * 2 * n;
+        // Column j of a boundary row is at [2 (j + DPX_LEAD)]: the first thread reads column t at step t,
+        // the last thread writes column t - k.
+        const u32 *above = bound + ((round + 1) & 1) * bound_row + 2 * DPX_LEAD;
+        u32 *below = bound + (round & 1) * bound_row + 2 * (DPX_LEAD - k);
+        const bool reads_above = k == 0 && round > 0;
         const bool writes = real && k == group - 1 && round + 1 < rounds;
-        u32 botY = Y0, botF = G0, myA = 0, myB = 0;   // what the thread below reads (column j)
-        u32 diag_in = Y0;                             // Y of the row above at column j - 1
-        const int steps = n + group - 1;
-        for (int t0 = 0; t0 < steps; t0 += 4) {
-            u32 y4a = 0x20202020u, y4b = 0x20202020u;  // shift 32: no base
-            if (t0 < n4) {
-                y4a = ya[t0 >> 2];
-                y4b = yb[t0 >> 2];
-            }
+        u32 botY = Y0, botF = G0;    // this thread's last row at its current column: what the next thread reads
+        u32 diag_in = Y0;            // Y of the row above at column j - 1
+        u32 aboveY[4], aboveF[4], nextY[4], nextF[4];   // the first thread's row above: this block, the next
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
-                const int t = t0 + u;
-                u32 upY = __shfl_up_sync(DPX_FULL, botY, 1, group);
-                u32 upF = AFFINE ? __shfl_up_sync(DPX_FULL, botF, 1, group) : 0u;
-                u32 ta = __shfl_up_sync(DPX_FULL, myA, 1, group);
-                u32 tb = __shfl_up_sync(DPX_FULL, myB, 1, group);
-                if (k == 0) {   // the group's first thread: column t's table, and the row above the round
-                    ta = dpx_shl(K, (y4a >> (8 * u)) & 0xffu);
-                    tb = dpx_shl(K, (y4b >> (8 * u)) & 0xffu);
-                    if (t < n && round > 0) {
-                        upY = above[2 * t];
-                        upF = above[2 * t + 1];
-                    } else {
-                        upY = Y0;
-                        upF = G0;
+        for (int u = 0; u < 4; ++u) {
+            nextY[u] = reads_above ? above[2 * u] : Y0;
+            nextF[u] = AFFINE && reads_above ? above[2 * u + 1] : G0;
+        }
+        for (int c0 = 0; c0 < steps; c0 += PRODUCT ? DPX_CHUNK : steps) {
+            const int c_end = PRODUCT ? min(steps, c0 + DPX_CHUNK) : steps;
+            if (PRODUCT) {   // the target's table words for this chunk (all-N outside [0, n))
+                __syncthreads();
+                const unsigned char *target = codes + y_start[ya_index];
+                for (int w = threadIdx.x; w < DPX_LEAD + DPX_CHUNK + DPX_TAIL; w += blockDim.x) {
+                    const int j = c0 - DPX_LEAD + w;
+                    dpx_table[w] = j >= 0 && j < n ? dpx_shl(K, (u32)target[j] << 3) : 0u;
+                }
+                __syncthreads();
+            }
+            const u32 *table = dpx_table + DPX_LEAD - k - c0;   // PRODUCT: column t - k is table[t]
+            for (int t0 = c0; t0 < c_end && !done; t0 += 4) {
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    aboveY[u] = nextY[u];
+                    aboveF[u] = nextF[u];
+                    if (reads_above) {   // prefetched a block ahead: the boundary row is in global memory
+                        nextY[u] = above[2 * (t0 + 4 + u)];
+                        if (AFFINE) nextF[u] = above[2 * (t0 + 4 + u) + 1];
                     }
                 }
-                const int j = t - k;
-                if (j >= 0 && j < n) {
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const int t = t0 + u;
+                    u32 upY = __shfl_up_sync(DPX_FULL, botY, 1, group);
+                    u32 upF = AFFINE ? __shfl_up_sync(DPX_FULL, botF, 1, group) : 0u;
+                    if (k == 0) {   // the group's first thread: the row above the round
+                        upY = aboveY[u];
+                        if (AFFINE) upF = aboveF[u];
+                    }
+                    u32 ta, tb;
+                    if (PRODUCT) {
+                        ta = tb = table[t];
+                    } else {   // shl clamps: code 4 (N, and the padding) shifts K out, an all-0 table
+                        ta = dpx_shl(K, (u32)ya_codes[t] << 3);
+                        tb = dpx_shl(K, (u32)yb_codes[t] << 3);
+                    }
                     u32 gup = upY + C2 - GO;   // W (linear) or A (affine) of the row above: Z - O, Z = Y + c2
                     u32 fc = upF;
                     u32 z = BASE;
                     u32 zprev = BASE;
                     // The diagonal terms first, from the rows' values of column j - 1: then each Y[r] is
-                    // dead once read and the new one takes its register (written the other way round, the
-                    // old and new Y of a row were live together and cost a register move per cell).
+                    // dead once read and the new one takes its register (round 1, SASS of run 1).
                     u32 P[DPX_ROWS];
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
@@ -195,16 +268,15 @@ __device__ __forceinline__ void dpx_body(const unsigned char *__restrict__ x, co
                     }
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
-                        const u32 p = P[r];
                         if (AFFINE) {
                             EC[r] = dpx_addmax(EC[r], NGE, G[r]);
                             fc = dpx_addmax(fc, NGE, gup);
-                            z = dpx_max3(p, EC[r], fc);
+                            z = dpx_max3(P[r], EC[r], fc);
                         } else {
-                            z = dpx_max3(p, gup, G[r]);
+                            z = dpx_max3(P[r], gup, G[r]);
                         }
-                        Y[r] = z - C2;
-                        G[r] = z - GO;
+                        Y[r] = z * one - C2;
+                        G[r] = z * one - GO;
                         gup = G[r];
                         if (r & 1) best = dpx_max3(best, zprev, z);
                         zprev = z;
@@ -214,39 +286,89 @@ __device__ __forceinline__ void dpx_body(const unsigned char *__restrict__ x, co
                     botF = fc;
                     diag_in = upY;
                     if (writes) {
-                        below[2 * j] = botY;
-                        below[2 * j + 1] = botF;
+                        below[2 * t] = botY;
+                        if (AFFINE) below[2 * t + 1] = botF;
                     }
                 }
-                myA = ta;
-                myB = tb;
+                if (REACH && ((t0 + 4) & (DPX_EXIT_STEPS - 1)) == 0) {
+                    // Decided: a lane of the group >= T in both pairs (or a spare group). Stop when the
+                    // whole warp is: its shuffles need every lane.
+                    const unsigned reached_a = __ballot_sync(DPX_FULL, (int)(short)(best & 0xffffu) >= reach_z);
+                    const unsigned reached_b = __ballot_sync(DPX_FULL, (int)(short)(best >> 16) >= reach_z);
+                    const unsigned members = (group == 32 ? DPX_FULL : ((1u << group) - 1u)) << (lane & ~(group - 1));
+                    done = __all_sync(DPX_FULL, !real || ((reached_a & members) != 0 && (reached_b & members) != 0));
+                }
+            }
+        }
+        if (writes && !done) {   // columns the last thread did not reach: the zero state (the next round's
+            // first thread reads up to 4 steps past its loop, and prefetches 4 more)
+            const int written = ((steps + 3) & ~3) - k;   // columns < written were written above
+            for (int j = written; j < ((steps + 3) & ~3) + 8; ++j) {
+                below[2 * (j + k)] = Y0;
+                if (AFFINE) below[2 * (j + k) + 1] = G0;
             }
         }
         __syncwarp();   // the next round's first thread reads what this round's last one wrote
     }
-    // The group's maximum, then each lane's score: -1 where it may have wrapped.
+    // The group's maximum, then each lane's score (-1 where it may have wrapped) or flag.
     for (int offset = group >> 1; offset > 0; offset >>= 1) best = dpx_max(best, __shfl_xor_sync(DPX_FULL, best, offset, group));
     if (real && k == 0) {
         const int base = bias + c2;
         const int limit = 32767 - c1;
         const int za = (int)(short)(best & 0xffffu);
         const int zb = (int)(short)(best >> 16);
-        scores[pa] = za > limit ? -1 : za - base;
-        if (pb != pa) scores[pb] = zb > limit ? -1 : zb - base;
+        const long long column = PRODUCT ? (long long)blockIdx.y : 0;
+        if (REACH) {
+            out[xa * out_stride + column] = za >= reach_z;
+            if (xb != xa) out[xb * out_stride + column] = zb >= reach_z;
+        } else {
+            out[xa * out_stride + column] = za > limit ? -1 : za - base;
+            if (xb != xa) out[xb * out_stride + column] = zb > limit ? -1 : zb - base;
+        }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    sw_dpx_linear(const unsigned char *x, const unsigned char *ysh, long long pairs, int m_in, int rounds, int n,
-                  int n4, int group, int c1, int c2, int gap, int bias, unsigned int *boundary, int *scores) {
-    dpx_body<false>(x, ysh, pairs, m_in, rounds, n, n4, group, c1, c2, gap, gap, bias, boundary, scores);
-}
+// One kernel per mode: sw_dpx_{pairs,tiles}_{linear,affine}[_reach]. A module is compiled for one gap
+// model (DPX_AFFINE) and one DPX_ROWS, so that each compilation builds only the kernels a job runs.
+#define DPX_KERNEL(NAME, AFFINE, PRODUCT, REACH)                                                           \
+    extern "C" __global__ void __launch_bounds__(256, 2)                                                   \
+        NAME(const unsigned char *codes, const long long *x_start, const int *x_len, long long x_count,   \
+             const long long *y_start, const int *y_len, int rounds, int group, int c1, int c2,            \
+             int gap_open, int gap_extend, int bias, int reach_z, long long bound_row,                     \
+             unsigned int *boundary, int *out, long long out_stride) {                                     \
+        dpx_tile_body<AFFINE, PRODUCT, REACH>(codes, x_start, x_len, x_count, y_start, y_len, rounds,      \
+                                              group, c1, c2, gap_open, gap_extend, bias, reach_z,          \
+                                              bound_row, boundary, out, out_stride);                       \
+    }
 
-extern "C" __global__ void __launch_bounds__(256)
-    sw_dpx_affine(const unsigned char *x, const unsigned char *ysh, long long pairs, int m_in, int rounds, int n,
-                  int n4, int group, int c1, int c2, int gap_open, int gap_extend, int bias, unsigned int *boundary,
-                  int *scores) {
-    dpx_body<true>(x, ysh, pairs, m_in, rounds, n, n4, group, c1, c2, gap_open, gap_extend, bias, boundary, scores);
+#ifndef DPX_AFFINE
+#define DPX_AFFINE 0
+#endif
+#if DPX_AFFINE
+DPX_KERNEL(sw_dpx_pairs_affine, true, false, false)
+DPX_KERNEL(sw_dpx_pairs_affine_reach, true, false, true)
+DPX_KERNEL(sw_dpx_tiles_affine, true, true, false)
+DPX_KERNEL(sw_dpx_tiles_affine_reach, true, true, true)
+#else
+DPX_KERNEL(sw_dpx_pairs_linear, false, false, false)
+DPX_KERNEL(sw_dpx_pairs_linear_reach, false, false, true)
+DPX_KERNEL(sw_dpx_tiles_linear, false, true, false)
+DPX_KERNEL(sw_dpx_tiles_linear_reach, false, true, true)
+#endif
+
+// --------------------------------------------------------------------------------------------
+// sw_gather_rows: rows[p][c] = codes[start[p] + c - lead] where 0 <= c - lead < len[p], else N (4):
+// sequences read from the shared buffer into a padded matrix on the device (the PAIRS rows above, with
+// lead = DPX_GAP, and the code matrices of the kernels without a buffer call shape, with lead = 0).
+// --------------------------------------------------------------------------------------------
+extern "C" __global__ void sw_gather_rows(const unsigned char *__restrict__ codes, const long long *__restrict__ start,
+                                          const int *__restrict__ len, long long rows, int width, int lead,
+                                          unsigned char *__restrict__ out) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * width) return;
+    const long long p = i / width;
+    const int c = (int)(i - p * width) - lead;
+    out[i] = c >= 0 && c < len[p] ? codes[start[p] + c] : (unsigned char)4;
 }
 
 // --------------------------------------------------------------------------------------------

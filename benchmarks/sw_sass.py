@@ -1,0 +1,79 @@
+"""SASS instructions per DP cell of dpx.cu's step loops (for the roof fractions of benchmarks/README.md).
+
+    python benchmarks/sw_sass.py [--rows 16 19]   # needs nvcc, cuobjdump and nvdisasm on PATH
+
+Compiles dpx.cu for sm_90 once per gap model and DPX_ROWS (R), disassembles each sw_dpx_* kernel and
+takes its step loop: the smallest loop (a backward branch) that holds the 4 shuffles (8 affine) of the
+rows passed down, i.e. the 4-step unrolled body, 4 steps x R rows x 2 lanes = 8 R cells. Each
+instruction is put in a pipe: alu (integer ALU: VIMNMX3, VIADDMNMX, PRMT, LOP3, ISETP, SEL, SHF, IADD3,
+VIADD, LEA, ...), fma (IMAD and its forms: the FMA pipe), mem (loads, stores, shuffles), ctl, uniform.
+At the H100's 16.7e12 ALU instructions/s (DESIGN.md) the ALU roof is 16.7e12 / (alu per cell) cells/s;
+the issue roof 33.4e12 / (all per cell).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+SOURCE = Path(__file__).parents[1] / "src" / "seqsift" / "kernels" / "sw" / "dpx.cu"
+LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+ALU_ROOF, ISSUE_ROOF = 16.7e12, 33.4e12
+
+
+def pipe(instruction: str) -> str:
+    words = instruction.split()
+    name = (words[1] if words[0].startswith("@") else words[0]).split(".")[0]
+    if name in ("LDS", "STS", "SHFL", "LDG", "STG", "LDC", "LD", "ST", "S2R", "BAR", "ATOMG", "RED", "LDCU", "S2UR"):
+        return "mem"
+    if name in ("BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "NOP", "YIELD"):
+        return "ctl"
+    if name.startswith("IMAD"):
+        return "fma"
+    if name.startswith("U") or name == "R2UR":
+        return "uniform"
+    return "alu"
+
+
+def step_loop(binary: Path, kernel: str) -> list[str]:
+    text = subprocess.run(["cuobjdump", "-sass", "-fun", kernel, str(binary)], capture_output=True, text=True,
+                          check=True).stdout
+    text = text.split(f"Function : {kernel}\n", 1)[1].split("Function :", 1)[0]
+    code = [(int(a, 16), ins) for a, ins in LINE.findall(text)]
+    loops = []
+    for i, (address, ins) in enumerate(code):
+        found = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)\s*$", ins)
+        if found and int(found.group(1), 16) < address:
+            head = next(j for j, (a, _) in enumerate(code) if a == int(found.group(1), 16))
+            body = [c for _, c in code[head:i + 1]]
+            if sum("SHFL.UP" in c for c in body) >= 4:
+                loops.append(body)
+    return min(loops, key=len)   # the innermost: the rounds' loop around it holds it
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, nargs="+", default=[16, 19])
+    args = ap.parse_args()
+    print(f"{'kernel':28s} {'R':>3s} {'alu/cell':>9s} {'fma/cell':>9s} {'all/cell':>9s} {'ALU roof':>10s} {'issue roof':>10s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for affine in (0, 1):
+            for rows in args.rows:
+                binary = Path(tmp) / f"dpx_{affine}_{rows}.o"
+                subprocess.run(["nvcc", "-arch=sm_90", f"-DDPX_ROWS={rows}", f"-DDPX_AFFINE={affine}", "-c",
+                                str(SOURCE), "-o", str(binary)], check=True)
+                for mode in ("tiles", "pairs"):
+                    kernel = f"sw_dpx_{mode}_{'affine' if affine else 'linear'}"
+                    body = step_loop(binary, kernel)
+                    counts = Counter(pipe(ins) for ins in body)
+                    cells = 4 * rows * 2
+                    alu, fma, total = counts["alu"] / cells, counts["fma"] / cells, len(body) / cells
+                    print(f"{kernel:28s} {rows:3d} {alu:9.3f} {fma:9.3f} {total:9.3f} {ALU_ROOF / alu:10.3g} "
+                          f"{ISSUE_ROOF / total:10.3g}")
+
+
+if __name__ == "__main__":
+    main()
