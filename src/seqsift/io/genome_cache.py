@@ -91,6 +91,36 @@ def _digest(fields: bytes, table: bytes, sample: bytes) -> bytes:
     return hashlib.blake2b(fields + table + sample, digest_size=32).digest()
 
 
+NUMBER_COLUMNS = ("lengths", "offsets", "line_bases", "line_bytes")
+"""The record table's numeric columns: stored as little-endian int64 bytes (base64), not JSON lists, so a
+table of a million records loads in a fraction of the time (one decode per column, no Python int each)."""
+
+
+def encode_table(table: dict) -> dict:
+    """The record table as the file holds it (numeric columns as base64 int64 bytes)."""
+    import base64
+
+    out = dict(table)
+    for column in NUMBER_COLUMNS:
+        values = np.ascontiguousarray(table[column], dtype="<i8")
+        out[column] = base64.b64encode(values.tobytes()).decode("ascii")
+    return out
+
+
+def decode_table(table: dict) -> dict:
+    """The record table of the file: numeric columns as int64 arrays (ValueError if malformed)."""
+    import base64
+    import binascii
+
+    out = dict(table)
+    for column in NUMBER_COLUMNS:
+        try:
+            out[column] = np.frombuffer(base64.b64decode(table[column], validate=True), dtype="<i8").astype(np.int64)
+        except (binascii.Error, TypeError) as err:
+            raise ValueError(f"record table column {column}: {err}") from None
+    return out
+
+
 @dataclass
 class GenomeCache:
     """A verified cache file: the record table, and where each record's bases start."""
@@ -121,8 +151,8 @@ class GenomeCache:
             table_raw = mapped[HEADER_BYTES + payload_bytes:size]
             if _digest(fields, table_raw, _payload_sample(mapped, payload_bytes)) != stored:
                 return None
-            table = json.loads(table_raw)
-            lengths = np.asarray(table["lengths"], dtype=np.int64)
+            table = decode_table(json.loads(table_raw))
+            lengths = table["lengths"]
             if len(lengths) != records or int(lengths.sum()) != payload_bytes or (lengths < 0).any():
                 return None
         except (ValueError, KeyError, TypeError, struct.error):
@@ -170,8 +200,8 @@ class CacheWriter:
 
     def finish(self, table: dict) -> GenomeCache:
         """Append the table, write the header, rename into place; returns the opened cache."""
-        payload_bytes = int(sum(table["lengths"]))
-        raw = json.dumps(table, separators=(",", ":")).encode()
+        payload_bytes = int(np.asarray(table["lengths"], dtype=np.int64).sum())
+        raw = json.dumps(encode_table(table), separators=(",", ":")).encode()
         os.ftruncate(self.fd, HEADER_BYTES + payload_bytes)
         os.pwrite(self.fd, raw, HEADER_BYTES + payload_bytes)
         fields = _FIELDS.pack(MAGIC, payload_bytes, len(raw), len(table["names"]), self.fingerprint)

@@ -18,8 +18,9 @@ gzip and BGZF are inflated straight into that pass (:mod:`seqsift.io.decompress`
 BGZF blocks in parallel); no decompressed FASTA is written. Later jobs find
 the cache valid (same source size, mtime and content fingerprint; digest
 intact) and read nothing but the cache's header. A file that already has a
-fresh ``.fai`` (and ``.gzi``) but no cache, e.g. one indexed by samtools, is
-read through its index as it is, without a pass.
+fresh ``.fai`` (and ``.gzi``) but no cache, e.g. one indexed by samtools,
+gets its cache in one pass too; only where the cache cannot be written is it
+read through its index as it is.
 
 Indexes go beside the FASTA (``x.fa.fai``, ``x.fa.gz.gzi``) when that directory
 is writable, as samtools does, and otherwise into the cache directory, so a
@@ -339,9 +340,11 @@ def open_reference(path: str | os.PathLike) -> Reference:
         fingerprint = source_fingerprint(source)
 
     genome = GenomeCache.open(cache.path(".genome"), fingerprint)
-    if genome is None and kind != _GZIP and not cache.path(".genome").exists():
-        # Indexed by someone else (samtools, an older seqsift) and never cached:
-        # read through the index, without a pass over the file.
+    if genome is None and kind != _GZIP and not _cache_writable(cache):
+        # Indexed by someone else (samtools, an older seqsift) and no genome cache can be written:
+        # read through the index, without a pass over the file. Where the cache can be written, the
+        # one pass builds it: reads through an index are a read per record, which a reference of a
+        # million records (or a pack of its small records) cannot afford.
         target, target_kind = _target(source, kind, cache)
         existing = _fresh_index(target, target_kind, cache, check=True)
         if existing is not None:
@@ -377,6 +380,15 @@ def refuse_protein(reference: Reference) -> None:
         name = reference.names[int(chosen[bad])]
         raise InputError(f"{reference.display_name}: record {quote(name)} looks like protein, not DNA (most of "
                          f"its letters are not A, C, G, T, U or N); seqsift searches nucleotide sequences")
+
+
+def _cache_writable(cache: "_CacheEntry") -> bool:
+    """Whether the genome cache's folder can be made and written."""
+    try:
+        cache.make_directory()
+    except (OSError, InputError):
+        return False
+    return os.access(cache.path("").parent, os.W_OK)
 
 
 def _optional_str(path: Path | None) -> str | None:
@@ -497,7 +509,7 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
             writer.abandon()
         raise
     table = {"names": list(layout.names), "kind": kind,
-             **{c: getattr(layout, c).tolist() for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
+             **{c: getattr(layout, c) for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
     if layout.headers is not None:
         table["headers"] = list(layout.headers)
     genome = writer.finish(table) if writer else None

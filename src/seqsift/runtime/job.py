@@ -117,8 +117,15 @@ def reference_fingerprint(reference) -> dict:
 
 
 def sequences_sha256(named_sequences) -> str:
-    """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are."""
+    """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are.
+    Lines are hashed in blocks (a million records' names: one update per block, not per line)."""
     digest = hashlib.sha256()
+    block: list[str] = []
     for fields in named_sequences:
-        digest.update(("\t".join(str(f) for f in fields) + "\n").encode())
+        block.append("\t".join(map(str, fields)))
+        if len(block) == 65_536:
+            digest.update(("\n".join(block) + "\n").encode())
+            block = []
+    if block:
+        digest.update(("\n".join(block) + "\n").encode())
     return digest.hexdigest()
