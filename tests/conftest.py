@@ -63,3 +63,16 @@ def client():
     with Client(cluster) as c:
         yield c
     cluster.close()
+
+
+@pytest.fixture(scope="module")
+def cuda_client():
+    """A local CUDA cluster (one worker per GPU) for a GPU test module."""
+    from distributed import Client
+
+    from seqsift.cluster import local_cluster
+
+    cluster = local_cluster("cuda")
+    with Client(cluster) as client:
+        yield client
+    cluster.close()

@@ -88,45 +88,48 @@ def test_a_million_records_plan_as_packs_of_the_chunk_size():
     assert len(groups) == -(-1_000_000 * 3_004 // 64_000_000)
 
 
-def _algorithm_cases() -> list[tuple[str, str, str, int]]:
-    """(algorithm, metric, mode, k) for every search algorithm: k = 2 where it allows it, else 0."""
+def algorithm_cases(backend: str) -> list[tuple[str, str, str, int]]:
+    """(algorithm, metric, mode, k) for every search algorithm with a ``backend`` kernel: k = 2 where it
+    allows it, else 0."""
     cases = []
     for name in search_algorithms():
         spec = ALGORITHMS[name]
-        k = 2 if spec.admits("cpu", 16, 2) else 0
+        if backend not in spec.backends:
+            continue
+        k = 2 if spec.admits(backend, 16, 2) else 0
         for metric, mode in (("hamming", "best"), ("edit", "best"), ("edit", "ends")):
             if spec.serves(metric):
                 cases.append((name, metric, mode, k))
     return cases
 
 
-@pytest.mark.parametrize("algorithm, metric, mode, k", _algorithm_cases())
-def test_every_algorithm_finds_in_packed_records_what_each_record_holds(awkward, client, algorithm, metric, mode, k):
+def check_packed_search(awkward, client, backend: str, algorithm: str, metric: str, mode: str, k: int) -> None:
+    """The search's rows on packed awkward records equal naive_search's record by record, and (best mode)
+    each alignment is its record's own text."""
     reference, records = awkward
-    got = seqsift.search(reference, PATTERNS, k, metric=metric, mode=mode, algorithm=algorithm, backend="cpu",
-                         client=client, align=False, chunk_size=500)
+    got = seqsift.search(reference, PATTERNS, k, metric=metric, mode=mode, algorithm=algorithm, backend=backend,
+                         client=client, chunk_size=500)
     expected = expected_rows(records, PATTERNS, k, metric, mode=mode)
     columns = CORE_COLUMNS if mode == "best" else ["record", "end", "pattern", "distance", "strand"]
     assert len(expected) > (60 if k else 15)
     np.testing.assert_array_equal(got[columns].to_numpy(), expected[columns].to_numpy())
+    if mode == "best":
+        texts = dict(records)
+        assert all(row.aligned == texts[row.record][row.start:row.end] for row in got.itertuples(index=False))
 
 
-def test_alignments_of_packed_hits_start_in_their_record(awkward, client):
-    reference, records = awkward
-    got = seqsift.search(reference, PATTERNS, 3, metric="edit", backend="cpu", client=client, chunk_size=500)
-    lengths = dict(records)
-    assert len(got) > 60
-    for row in got.itertuples(index=False):
-        assert 0 <= row.start < row.end <= len(lengths[row.record])
-        assert row.aligned == lengths[row.record][row.start:row.end]
+@pytest.mark.parametrize("algorithm, metric, mode, k", algorithm_cases("cpu"))
+def test_every_algorithm_finds_in_packed_records_what_each_record_holds(awkward, client, algorithm, metric, mode, k):
+    check_packed_search(awkward, client, "cpu", algorithm, metric, mode, k)
 
 
-@pytest.mark.parametrize("bulges", [(0, 0), (1, 1)])
-def test_crispr_in_packed_records_equals_the_brute_force(client, tmp_path, bulges):
-    rng = random.Random(sum(bulges) + 5)
+def check_packed_crispr(client, backend: str, tmp_path, bulges: tuple[int, int], seed: int) -> None:
+    """Guide + PAM sites at the very start and end of 60 small records, both strands, some mismatches:
+    the crispr job's sites equal the brute force's."""
+    rng = random.Random(seed)
     guide = "GACGCATAAAGATGAGACGC"
     records = []
-    for i in range(60):  # guide + PAM at the very start and end of records, both strands, some mismatches
+    for i in range(60):
         site = list(guide)
         for _ in range(rng.randint(0, 3)):
             site[rng.randrange(20)] = rng.choice("ACGT")
@@ -137,13 +140,18 @@ def test_crispr_in_packed_records_equals_the_brute_force(client, tmp_path, bulge
     records += [("empty", ""), ("short", guide[:10])]
     reference = write_fasta(tmp_path / "contigs.fa", records)
     dna, rna = bulges
-    got = seqsift.crispr(str(reference), [("g", guide)], "NGG", 3, dna_bulge=dna, rna_bulge=rna, backend="cpu",
+    got = seqsift.crispr(str(reference), [("g", guide)], "NGG", 3, dna_bulge=dna, rna_bulge=rna, backend=backend,
                          client=client, chunk_size=400)
     got_rows = sorted(tuple(r) for r in got[["guide", "record", "start", "end", "strand", "mismatches", "bulge_type",
                                              "bulge_size", "guide_aligned", "site"]].itertuples(index=False))
     expected = oracle_sites(records, [("g", guide)], "NGG", 3, dna_bulge=dna, rna_bulge=rna)
     assert len(expected) > 50
     assert got_rows == expected
+
+
+@pytest.mark.parametrize("bulges", [(0, 0), (1, 1)])
+def test_crispr_in_packed_records_equals_the_brute_force(client, tmp_path, bulges):
+    check_packed_crispr(client, "cpu", tmp_path, bulges, sum(bulges) + 5)
 
 
 @settings(max_examples=25, deadline=None)
