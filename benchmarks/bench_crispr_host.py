@@ -8,7 +8,7 @@ Steps timed (best of ``--repeat``), each as a task meets it:
 * ``rows``: ``CrisprJob.rows`` of an 8,192-guide range (the CUDA batch), asked
   again as the next task of the range asks for it;
 * ``guide_words``: the CUDA launcher's one-hot words of those rows (one strand);
-* ``site_rows``: ``task._rows_for_chunk`` (coordinates, site and guide strings,
+* ``site_rows``: ``task._site_rows`` (coordinates, site and guide strings,
   scores) of the hits of 30 guides with 8 N's, 1 DNA and 1 RNA bulge, k = 3, over
   the genome's first 2 Mbp (tens of thousands of sites, most with a bulge);
 * ``hits_sorted``: those hits, shuffled (a GPU kernel appends them in any
@@ -28,7 +28,6 @@ import gzip
 import random
 import tempfile
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +51,7 @@ def main() -> None:
 
     from seqsift.alphabet import encode_text
     from seqsift.crispr.output import SiteWriter
-    from seqsift.crispr.task import CrisprJob, _rows_for_chunk, sort_rows
+    from seqsift.crispr.task import CrisprJob, _site_rows, sort_rows
     from seqsift.kernels.crispr import find_sites
     from seqsift.kernels.crispr.cuda import guide_words
     from seqsift.pattern_set import PatternSet
@@ -80,12 +79,13 @@ def main() -> None:
     raw = np.frombuffer(sequence.encode(), dtype=np.uint8)
     bulged_rows = bulged.rows(range(len(guides)))
     hits = find_sites("cpu", encode_text(raw), bulged_rows, 1, 1, 0, len(raw)).sorted()
-    chunk = types.SimpleNamespace(read_start=0, record_index=0)
-    timings["site_rows"] = best(lambda: _rows_for_chunk(bulged, bulged_rows, chunk, raw, hits), args.repeat)
+    record = np.zeros(len(hits), np.int32)
+    record_start = np.zeros(len(hits), np.int64)
+    timings["site_rows"] = best(lambda: _site_rows(bulged, bulged_rows, hits, raw, record, record_start), args.repeat)
     mixed = np.random.default_rng(1).permutation(len(hits))
     shuffled_hits = type(hits)(*(getattr(hits, name)[mixed] for name in hits.__dataclass_fields__))
     timings["hits_sorted"] = best(shuffled_hits.sorted, args.repeat)
-    frame = _rows_for_chunk(bulged, bulged_rows, chunk, raw, hits)
+    frame = _site_rows(bulged, bulged_rows, hits, raw, record, record_start)
     shuffled = frame.sample(frac=1, random_state=1)
     timings["sort_rows"] = best(lambda: sort_rows(shuffled), args.repeat)
     timings["sort_rows_in_order"] = best(lambda: sort_rows(frame), args.repeat)

@@ -18,43 +18,43 @@ import time
 def main() -> int:
     argv = sys.argv[1:]
     argv = argv[1:] if argv[:1] == ["--"] else argv
+    from contextlib import contextmanager
+
+    import distributed
+
     from seqsift import cli
     from seqsift.runtime import run
-    import seqsift.searching as engine
+    from seqsift.runtime.clients import JobClient
 
     marks = {}
-    real_as_completed = run.as_completed
+    real_as_completed = distributed.as_completed
 
     def as_completed(futures):
         for future in real_as_completed(futures):
             marks["last_result"] = time.perf_counter()
             yield future
 
-    real_run_job = run.run_job
+    real_run_tasks = run.run_tasks
 
-    def run_job(*args, **kwargs):
+    def run_tasks(*args, **kwargs):
         try:
-            return real_run_job(*args, **kwargs)
+            return real_run_tasks(*args, **kwargs)
         finally:
             marks["run_job_returned"] = time.perf_counter()
 
-    real_cluster = engine._cluster
+    real_running = JobClient.running
 
-    def cluster(*args, **kwargs):
-        context = real_cluster(*args, **kwargs)
-
-        class Timed:
-            def __enter__(self):
-                return context.__enter__()
-
-            def __exit__(self, *exc):
+    @contextmanager
+    def running(self, backend):
+        with real_running(self, backend) as client:
+            try:
+                yield client
+            finally:
                 marks["cluster_shutdown_began"] = time.perf_counter()
-                return context.__exit__(*exc)
-        return Timed()
 
-    run.as_completed = as_completed
-    run.run_job = run_job   # search imports it when a job starts
-    engine._cluster = cluster
+    distributed.as_completed = as_completed  # run_tasks imports it when a job starts
+    run.run_tasks = run_tasks
+    JobClient.running = running
     began = time.perf_counter()
     code = cli.main(argv)
     ended = time.perf_counter()

@@ -59,17 +59,19 @@ def wrap(owner, name: str, label: str) -> None:
 def instrument() -> None:
     """Wrap the stages. Functions that tasks find as module globals at call time: Dask pickles the task
     function itself, so ``run_task`` stays as it is."""
-    from seqsift import engine
-    from seqsift.searching import output, run, task
-    from seqsift.kernels import cuda as kernels_cuda
     import seqsift.cluster as cluster
+    import seqsift.searching as searching
+    from seqsift.kernels import cuda as kernels_cuda
+    from seqsift.runtime import run, windows
+    from seqsift.searching import merge, output, task
 
     for owner, name, label in [
-            (engine, "open_reference", "open"), (cluster, "in_process_cluster", "cluster start"),
+            (searching, "open_reference", "open"), (cluster, "in_process_cluster", "cluster start"),
             (run, "submit_tasks", "submit"), (task, "_search_chunks", "task"), (task, "read_chunk", "read window"),
+            (task, "read_packed", "read packed window"),
             (kernels_cuda, "upload_and_encode", "upload"), (task.kernels, "find_ends", "kernel"),
-            (task, "_rows_for_chunk", "locate"), (task, "sort_rows", "sort"),
-            (run.OrderedMerger, "add_group", "merge"), (output.HitWriter, "write", "write"),
+            (task, "_rows", "locate"), (task, "sort_rows", "sort"),
+            (merge.OrderedMerger, "add_group", "merge"), (output.HitWriter, "write", "write"),
             (output.HitWriter, "close", "close output")]:
         wrap(owner, name, label)
     unwrapped_filler = kernels_cuda._filler
