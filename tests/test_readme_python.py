@@ -68,3 +68,18 @@ def test_readme_example_reuses_one_client_for_two_searches_and_a_screen(tmp_path
     scores = [_local_alignment_score(q, t) for q, t in pairs]
     assert result.stdout.strip() == (f"{len(expected_guides)} guide hits, {len(expected_primers)} primer hits, "
                                      f"scores {scores}")
+
+
+def test_readme_screen_example_runs_as_a_script(tmp_path):
+    """The screen section's example, saved as a script and run as one (issue 28: without the
+    ``__main__`` guard it died in 310 lines of Dask traceback)."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    examples = [block for block in blocks if "seqsift.screen(queries, targets)" in block]
+    assert len(examples) == 1, "the README's screen section should have one Python example"
+    assert 'if __name__ == "__main__":' in examples[0]
+    script = tmp_path / "screen_example.py"
+    script.write_text(examples[0])
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "query_index" in result.stdout  # the thresholded DataFrame was printed
