@@ -101,13 +101,15 @@ def test_crispr_on_a_locked_output_stops_with_a_hint_it_accepts_and_leaves_no_pa
     assert waited.returncode == 0, waited.stderr
 
 
-@pytest.mark.parametrize("problem", ["is the reference", "directory", "locked"])
+@pytest.mark.parametrize("problem", ["is the reference", "directory", "locked", "a folder"])
 def test_the_summary_is_checked_like_the_output_before_the_job(job, tmp_path, problem):
     from seqsift.runtime.lock import OutputLock
 
     reference, guides = job
     summary = {"is the reference": reference, "directory": tmp_path / "no" / "summary.tsv",
-               "locked": tmp_path / "summary.tsv"}[problem]
+               "locked": tmp_path / "summary.tsv", "a folder": tmp_path / "empty"}[problem]
+    if problem == "a folder":
+        summary.mkdir()
     holder = OutputLock(os.path.realpath(summary)) if problem == "locked" else None
     try:
         result = run_seqsift("crispr", reference, guides, "-k", "3", "--backend", "cpu", "-o", tmp_path / "s.tsv",
@@ -116,9 +118,10 @@ def test_the_summary_is_checked_like_the_output_before_the_job(job, tmp_path, pr
         if holder is not None:
             holder.release()
     expected = {"is the reference": "this is the reference", "directory": "does not exist",
-                "locked": "another seqsift job is writing this output"}[problem]
-    one_line_error(result, expected)
+                "locked": "another seqsift job is writing this output", "a folder": "a folder; this output is a file"}
+    one_line_error(result, expected[problem])
     assert not (tmp_path / "s.tsv").exists()
+    assert [p.name for p in tmp_path.rglob("*.part")] == []
 
 
 def test_screen_takes_the_output_lock_and_waits_for_it_when_asked(tmp_path):

@@ -81,7 +81,9 @@ def output_format(path: str | os.PathLike | None, formats: tuple[str, ...] | Non
     if to_stdout(path):
         return "tsv"
     if _is_dataset(path):
-        if formats is not None and "parquet" not in formats:
+        if formats is None:
+            raise InputError(f"{path}: a folder; this output is a file")
+        if "parquet" not in formats:
             raise InputError(f"{path}: a folder; this job writes files ({', '.join(_suffixes(formats))})")
         return DATASET
     if formats is None:
@@ -115,11 +117,9 @@ def check_output_path(path: str | os.PathLike | None, formats: tuple[str, ...] |
         raise InputError(f"{path}: {what} directory {directory} does not exist")
     if not os.access(directory, os.W_OK):
         raise InputError(f"{path}: {what} directory {directory} is not writable")
-    if target.is_dir():
-        if _is_dataset(path) and any(target.iterdir()):
+    if target.is_dir():  # a Parquet dataset's folder (output_format refused it for a file)
+        if any(target.iterdir()):
             raise InputError(f"{path}: the output folder is not empty")
-        if not _is_dataset(path):
-            raise InputError(f"{path}: the {what} path is a folder, not a file")
         if not os.access(target, os.W_OK):
             raise InputError(f"{path}: the output folder is not writable")
 
