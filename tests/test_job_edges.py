@@ -401,3 +401,19 @@ def test_cache_list_and_clear_show_and_remove_cached_references(job, tmp_path, m
     assert cleared.returncode == 0 and "removed" in cleared.stdout
     assert not (cache / "reference").exists()
     assert "in all (0 cached reference versions" in seqsift_with_cache("cache", "--list").stdout
+
+
+def test_cache_list_keeps_apart_two_references_whose_names_hold_dots(job, tmp_path):
+    reference, guides = job
+    cache = tmp_path / "cache"
+    env = {**os.environ, "SEQSIFT_CACHE": str(cache)}
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        copy = tmp_path / folder / "my.v1.2.fa"
+        copy.write_bytes(open(reference, "rb").read())
+        searched = subprocess.run(seqsift_command("search", copy, guides, "-k", "0", "--backend", "cpu"), env=env,
+                                  capture_output=True, text=True, timeout=300)
+        assert searched.returncode == 0, searched.stderr
+    listed = subprocess.run(seqsift_command("cache", "--list"), env=env, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0 and "in all (2 cached reference versions" in listed.stdout
+    assert listed.stdout.count("  my.v1.2.") == 2

@@ -11,6 +11,7 @@ keeps its copy until then).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .errors import InputError
@@ -36,6 +37,10 @@ def cache_directory(create: bool = True) -> Path:
 REFERENCE_FOLDER = "reference"
 """The cache's folder of references' genome caches, indexes and decompressed or normalised copies."""
 
+_ENTRY_NAME = re.compile(r"(.*\.[0-9a-f]{12}\.[0-9a-f]{8})(\..*)?$")
+"""A file of one reference version in REFERENCE_FOLDER: ``<stem>.<path hash>.<state hash><suffix>``
+(io/reference.py's ``_CacheEntry``; the stem may hold dots)."""
+
 
 def _human(size: int) -> str:
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -49,9 +54,10 @@ def cached_references() -> list[tuple[str, int, float]]:
     folder = cache_directory(create=False) / REFERENCE_FOLDER
     entries: dict[str, list] = {}
     for path in folder.glob("*") if folder.is_dir() else ():
-        if not path.is_file() or path.name.count(".") < 3:  # builds.log and the like: not a reference's
+        named = _ENTRY_NAME.match(path.name)
+        if not path.is_file() or named is None:  # builds.log and the like: not a reference's
             continue
-        name = ".".join(path.name.split(".")[:3])  # <stem>.<path hash>.<state hash>
+        name = named.group(1)
         info = path.stat()
         entry = entries.setdefault(name, [0, 0.0])
         entry[0] += info.st_size

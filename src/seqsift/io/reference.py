@@ -71,7 +71,7 @@ from typing import IO, Iterator
 import numpy as np
 
 from ..alphabet import mostly_not_nucleotides
-from ..cache import cache_directory
+from ..cache import REFERENCE_FOLDER, cache_directory
 from ..errors import InputError, note, quote, reading
 from . import decompress, fasta_scan
 from .genome_cache import CacheWriter, GenomeCache, build_lock, source_fingerprint
@@ -746,7 +746,7 @@ class _CacheEntry:
 
     def path(self, suffix: str) -> Path:
         """Path of this entry's ``suffix`` file (nothing is created: see ``make_directory``)."""
-        return cache_directory(create=False) / "reference" / f"{self.stem}.{self.key}.{self.state}{suffix}"
+        return cache_directory(create=False) / REFERENCE_FOLDER / f"{self.stem}.{self.key}.{self.state}{suffix}"
 
     def make_directory(self) -> None:
         """Create the cache directory; call before writing an entry."""
