@@ -256,9 +256,10 @@ def _complete_packed(reference, group, alphabet: str, window: ChunkWindow, need_
         source = FileRange(*where) if where is not None else raw
         device = upload_and_encode_packed(source, group, clock=stages.timed if stages.enabled() else None)
     if not on_device and codes is None:
-        from ..kernels.encode import IDENTITY, pack_records_cpu
+        from ..kernels.align_cpu import IDENTITY_CODES
+        from ..kernels.encode import pack_records_cpu
 
-        table, separator = (TEXT_CODE_ARRAY, NEVER) if alphabet == "dna" else (IDENTITY, 0)
+        table, separator = (TEXT_CODE_ARRAY, NEVER) if alphabet == "dna" else (IDENTITY_CODES, 0)
         with stages.timed("encode"):
             codes = pack_records_cpu(raw, group.raw_starts, group.text_starts, group.lengths, group.text_length,
                                      table, separator)

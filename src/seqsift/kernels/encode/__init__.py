@@ -10,6 +10,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+SLICED_RECORDS = 10_000
+"""Up to this many records a text is packed a NumPy slice per record (about a microsecond each); more
+go to the Numba loop. Few records are where slices win: a long record is one vectorized copy, and a
+job whose kernel needs no Numba (CRISPR's vectorized one) does not pay Numba's start-up (0.3 s or
+more per process) to pack a few thousand records."""
+
 
 @njit(parallel=True, cache=True, nogil=True)
 def _pack(raw, raw_starts, text_starts, lengths, table, out):
@@ -24,11 +30,11 @@ def pack_records_cpu(raw: np.ndarray, raw_starts: np.ndarray, text_starts: np.nd
     """The packed text: record i's bytes ``raw[raw_starts[i]:+lengths[i]]`` mapped through ``table`` (256
     entries) at ``text_starts[i]``, every other position ``separator``."""
     out = np.full(int(text_length), separator, dtype=np.uint8)
-    if len(lengths):
-        _pack(np.ascontiguousarray(raw, dtype=np.uint8), raw_starts, text_starts, lengths,
-              np.ascontiguousarray(table, dtype=np.uint8), out)
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    table = np.ascontiguousarray(table, dtype=np.uint8)
+    if len(lengths) <= SLICED_RECORDS:
+        for source, target, length in zip(raw_starts.tolist(), text_starts.tolist(), lengths.tolist()):
+            np.take(table, raw[source:source + length], out=out[target:target + length], mode="clip")
+    else:
+        _pack(raw, raw_starts, text_starts, lengths, table, out)
     return out
-
-
-IDENTITY = np.arange(256, dtype=np.uint8)
-"""The byte table of ``--alphabet bytes`` texts: bytes as they are."""
