@@ -118,7 +118,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
         job = CrisprJob(references=references, guides=guide_set, limits=tuple(limits), pam=pam, pam_side=pam_side,
                         dna_bulge=dna_bulge, rna_bulge=rna_bulge, strands=STRAND_CHOICES[strand], backend=backend,
                         output=settings, merge_window=None if merge is None else int(merge))
-        if client is None and backend == "cpu" and not (scheduler or scheduler_file):
+        if job_client.threads_here(backend):
             # The job's own task threads in this process: a small job is done sooner than Numba would
             # start. Worker processes of a given cluster outlive the job and pay that start once: Numba.
             job = dataclasses.replace(job, small=job.small_enough())

@@ -74,7 +74,6 @@ class JobClient:
         self.options["dashboard"] = bool(self.options["dashboard"])
         self.threads_in_process = threads_in_process
         self._ahead: Connection | None = None
-        self.backend: str | None = None
 
     def ahead_backend(self, backend: str) -> str | None:
         """"cuda" when the job's cluster will live in this process (one GPU, no scheduler, no given
@@ -98,7 +97,6 @@ class JobClient:
     @contextmanager
     def running(self, backend: str):
         """The client for the block: the given one, or the job's own cluster, shut down after it."""
-        self.backend = backend
         if self.client is not None:
             yield self.client
             return
@@ -121,10 +119,16 @@ class JobClient:
             ahead, self._ahead = self._ahead, None
             return ahead
         self.discard()
+        if self.threads_here(backend):
+            return _threads_here(self.options["workers"] or cpu_cores(), self.options["dashboard"])
+        return cluster.connect(backend, **self.options)  # looked up now: tests plant faults there
+
+    def threads_here(self, backend: str) -> bool:
+        """Whether the job's tasks run on threads in this process (``threads_in_process``, the CPU, and
+        no given client or scheduler)."""
         options = self.options
-        if self.threads_in_process and backend == "cpu" and not (options["scheduler"] or options["scheduler_file"]):
-            return _threads_here(options["workers"] or cpu_cores(), options["dashboard"])
-        return cluster.connect(backend, **options)  # looked up now: tests plant faults there
+        return (self.client is None and self.threads_in_process and backend == "cpu"
+                and not (options["scheduler"] or options["scheduler_file"]))
 
 
 @contextmanager

@@ -152,9 +152,9 @@ def _create_beside(target: Path, folder: bool) -> Path:
 class AtomicFile:
     """A binary output stream to ``path`` (None or "-": standard output) that is in place only after
     :meth:`close`; :meth:`abort` leaves the target as it was (module docstring). ``.gz`` names are
-    gzipped (``gzip=None``: by the name)."""
+    gzipped."""
 
-    def __init__(self, path, gzip: bool | None = None):
+    def __init__(self, path):
         self.path = None if to_stdout(path) else Path(str(path))
         self._temp: Path | None = None
         if self.path is None:
@@ -164,7 +164,7 @@ class AtomicFile:
         self.target = Path(os.path.realpath(self.path))
         self._temp = _create_beside(self.target, folder=False)
         raw = open(self._temp, "wb")
-        if compressed(self.path) if gzip is None else gzip:
+        if compressed(self.path):
             from isal import igzip_threaded
 
             self.stream = igzip_threaded.open(raw, "wb", compresslevel=GZIP_LEVEL, threads=GZIP_THREADS)

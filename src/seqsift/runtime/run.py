@@ -56,7 +56,8 @@ if TYPE_CHECKING:  # pandas and pyarrow load when a job runs, not with the comma
     import pandas as pd
 
 SPILL_ROWS = 500_000
-"""Rows the client keeps in memory while they wait for their turn before they go to disk."""
+"""Rows the client keeps in memory while they wait (for their turn, or behind a search's open run of
+hits) before they go to disk."""
 
 
 def to_file(output) -> bool:
@@ -73,10 +74,8 @@ class JobRun:
     """One job's run (module docstring): a context for reading its inputs, then :meth:`run`."""
 
     def __init__(self, output, *, formats: tuple[str, ...], inputs: dict[str, object], client,
-                 resume: bool = False, wait_for_lock: bool = False, side_outputs: dict[str, object] | None = None,
-                 spill_rows: int | None = None):
+                 resume: bool = False, wait_for_lock: bool = False, side_outputs: dict[str, object] | None = None):
         self.output, self.client, self.resume = output, client, resume
-        self.spill_rows = SPILL_ROWS if spill_rows is None else spill_rows
         side_outputs = {what: path for what, path in (side_outputs or {}).items() if to_file(path)}
         refuse_overwriting_inputs(output, inputs)
         check_output_path(output, formats)
@@ -120,7 +119,7 @@ class JobRun:
                 store = (TaskStore.beside(self.beside, job.fingerprint(plan), self.resume, note=note)
                          if self.beside is not None else None)
                 try:
-                    run_tasks(job, plan, client, writer, store=store, progress=progress, spill_rows=self.spill_rows)
+                    run_tasks(job, plan, client, writer, store=store, progress=progress, spill_rows=SPILL_ROWS)
                     stages.collect_workers(client)
                     writer.close()
                     write_side_outputs = getattr(writer, "write_side_outputs", None)

@@ -35,12 +35,8 @@ import pandas as pd
 from ..partitioning import Chunk, ChunkGroup, PackedRecords, adjacent
 from .job import SearchJob
 from ..runtime.order import sort_rows as sort_by_columns
+from ..runtime.run import SPILL_ROWS
 from ..runtime.store import SpillFolder
-
-
-SPILL_ROWS = 500_000
-"""Rows the client keeps in memory while they wait (for their turn, or behind an open run) before
-they go to disk."""
 
 
 class SearchRows:
