@@ -57,14 +57,11 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     from .output import SiteOutput
     from .task import CrisprJob
 
-    crrna = None
     with_ids = True
     if cas_offinder is not None:
         spec = read_cas_offinder_input(cas_offinder)
         reference, guides, pam, pam_side = spec.genome, spec.guides, spec.pam, spec.pam_side
         mismatches, dna_bulge, rna_bulge = list(spec.limits), spec.dna_bulge, spec.rna_bulge
-        pad = "N" * len(pam)
-        crrna = [g + pad if pam_side == 3 else pad + g for g in spec.guides.sequences]
         with_ids = not all(name.startswith("line_") for name in spec.guides.names)
         origin = str(cas_offinder)
     else:
@@ -82,9 +79,6 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     check_bulges(dna_bulge, rna_bulge)
     guide_set = guides if isinstance(guides, PatternSet) else read_patterns(guides)
     limits = _limits(mismatches, guide_set)
-    if output_format == "cas-offinder" and crrna is None:
-        pad = "N" * len(pam)
-        crrna = [g + pad if pam_side == 3 else pad + g for g in guide_set.sequences]
     if merge is not None and (isinstance(merge, bool) or not isinstance(merge, (int, np.integer)) or merge < 0):
         raise InputError(f"--merge: the window must be a whole number of bases >= 0, not {merge!r}")
     _warn_if_guides_carry_their_pam(guide_set, pam, pam_side)
@@ -113,7 +107,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
                      "(N + 2 bases)")
             elif dna_bulge or rna_bulge:
                 note("cfd and mit are empty for sites with a bulge (the published tables have no bulges)")
-        settings = SiteOutput(format=output_format, crrna=tuple(crrna) if crrna else None, with_ids=with_ids,
+        settings = SiteOutput(format=output_format, with_ids=with_ids,
                               summary=None if summary is None else str(summary))
         job = CrisprJob(references=references, guides=guide_set, limits=tuple(limits), pam=pam, pam_side=pam_side,
                         dna_bulge=dna_bulge, rna_bulge=rna_bulge, strands=STRAND_CHOICES[strand], backend=backend,

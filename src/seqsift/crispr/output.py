@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..pattern_set import STRAND_SYMBOLS
 from ..runtime.columns import text_column, text_dtype
-from ..runtime.output import AtomicFile, FrameCollector, TableWriter, text_bytes, to_stdout
+from ..runtime.output import AtomicFile, FrameCollector, TableWriter, arrow_column, text_bytes, to_stdout
 from .scores import specificity
 
 COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
@@ -30,17 +30,14 @@ COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_typ
 DTYPES = {"guide": object, "record": object, "start": np.int64, "end": np.int64, "strand": object,
           "mismatches": np.int16, "bulge_type": object, "bulge_size": np.int16, "guide_aligned": object,
           "site": object, "cfd": np.float64, "mit": np.float64}
-OUTPUT_FORMATS = ("auto", "cas-offinder")
 
 
 @dataclass(frozen=True)
 class SiteOutput:
     """How a crispr job's rows are written: ``auto`` (by the path's suffix) or ``cas-offinder`` lines
-    (``crrna``: each guide as Cas-OFFinder writes it, N over the PAM; ``with_ids``: a last column of
-    guide names), and the per-guide summary file, if asked for."""
+    (``with_ids``: a last column of guide names), and the per-guide summary file, if asked for."""
 
     format: str = "auto"
-    crrna: tuple[str, ...] | None = None
     with_ids: bool = True
     summary: str | None = None
 
@@ -53,7 +50,9 @@ def site_writer(job, output):
         writer = FrameCollector(partial(named, record_names=_large_strings(record_names),
                                         guide_names=_large_strings(guide_names)), empty_sites)
     elif settings.format == "cas-offinder":  # Cas-OFFinder writes each record's whole header line
-        writer = CasOffinderWriter(output, job.record_headers, guide_names, list(settings.crrna), settings.with_ids,
+        pad = "N" * len(job.pam)  # its crRNA column: each guide with N over the PAM
+        crrna = [g + pad if job.pam_side == 3 else pad + g for g in job.guides.sequences]
+        writer = CasOffinderWriter(output, job.record_headers, guide_names, crrna, settings.with_ids,
                                    bool(job.dna_bulge or job.rna_bulge))
     else:
         writer = SiteWriter(output, record_names, guide_names)
@@ -95,21 +94,12 @@ def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
     return out[COLUMNS].reset_index(drop=True)
 
 
-def arrow_text(column: pd.Series):
-    """A text column as Arrow ``string``: pandas' Arrow-backed strings pass without a Python object per row
-    (``to_numpy()`` would make one for each, and Arrow would read them all back)."""
-    import pyarrow as pa
-
-    return pa.array(column).cast(pa.string())
-
-
 class SiteWriter:
     """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through runtime.output.TableWriter."""
 
     def __init__(self, path, record_names, guide_names):
         import pyarrow as pa
 
-        self.record_names, self.guide_names = record_names, guide_names
         self.table = TableWriter(None if to_stdout(path) else path, COLUMNS, DTYPES,
                                  background=True)  # overlaps the search
         self._names = {"record": pa.array(list(record_names), type=pa.string()),
@@ -132,7 +122,7 @@ class SiteWriter:
                 arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
                 continue
             if DTYPES[name] is object:
-                arrays[name] = arrow_text(rows[name])
+                arrays[name] = arrow_column(rows[name])
                 continue
             values = rows[name].to_numpy()
             if values.dtype.kind == "f":  # CFD, MIT: 6 significant digits; NaN -> null: an empty TSV field
@@ -161,7 +151,6 @@ class CasOffinderWriter:
     def __init__(self, path, record_names, guide_names, crrna: list[str], with_ids: bool, bulges: bool):
         import pyarrow as pa
 
-        self.record_names, self.guide_names, self.crrna = record_names, guide_names, crrna
         self._names = {kind: pa.array(list(values), type=pa.string()) for kind, values in  # once, not per write
                        (("record", record_names), ("guide", guide_names), ("crrna", crrna), ("strand", STRAND_SYMBOLS))}
         self.with_ids, self.bulges = with_ids, bulges
@@ -182,13 +171,13 @@ class CasOffinderWriter:
         guide, record = rows["guide"].to_numpy(), rows["record"].to_numpy()
         strand = names("strand", rows["strand"].to_numpy())
         if self.bulges:
-            kind = pc.replace_substring(arrow_text(rows["bulge_type"]), "none", "X")
-            columns = [names("guide", guide), kind, arrow_text(rows["guide_aligned"]), arrow_text(rows["site"]),
+            kind = pc.replace_substring(arrow_column(rows["bulge_type"]), "none", "X")
+            columns = [names("guide", guide), kind, arrow_column(rows["guide_aligned"]), arrow_column(rows["site"]),
                        names("record", record), pa.array(rows["start"].to_numpy()), strand,
                        pa.array(rows["mismatches"].to_numpy()), pa.array(rows["bulge_size"].to_numpy())]
         else:
             columns = [names("crrna", guide), names("record", record), pa.array(rows["start"].to_numpy()),
-                       arrow_text(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
+                       arrow_column(rows["site"]), strand, pa.array(rows["mismatches"].to_numpy())]
             if self.with_ids:
                 columns.append(names("guide", guide))
         table = pa.table({f"c{i}": column for i, column in enumerate(columns)})
@@ -213,7 +202,7 @@ def empty_sites() -> pd.DataFrame:
 
 class SummarizedWriter:
     """A site writer that also counts every row it writes in a :class:`Summary`, written to ``path``
-    once the output is complete (the runtime calls :meth:`write_side_outputs`)."""
+    once the output is complete (:meth:`close`; ``JobRun`` checked and locked ``path`` like ``-o``)."""
 
     def __init__(self, writer, summary: "Summary", path):
         self.writer, self.summary, self.path = writer, summary, path
@@ -228,15 +217,13 @@ class SummarizedWriter:
 
     def close(self) -> None:
         self.writer.close()
+        self.summary.write(self.path)
 
     def abort(self) -> None:
         self.writer.abort()
 
     def result(self):
         return self.writer.result()
-
-    def write_side_outputs(self) -> None:
-        self.summary.write(self.path)
 
 
 class Summary:
@@ -272,8 +259,7 @@ class Summary:
             known = ~np.isnan(values)
             np.add.at(self.sums[score], guide[known], values[known])
             self.defined[score][guide[known]] = True
-            for g, v in zip(guide[perfect & known], values[perfect & known]):
-                self.on_target[score][g] = max(self.on_target[score][g], v)
+            np.maximum.at(self.on_target[score], guide[perfect & known], values[perfect & known])
 
     def frame(self) -> pd.DataFrame:
         columns = {"guide": self.guide_names, "sequence": self.sequences}

@@ -27,9 +27,8 @@ whose class fills in:
 ``writer(output)``
     a writer for ``output`` (None: the Python API's in-memory result): it has
     ``write(rows)``, ``close()``, ``abort()``, ``count`` and ``result()``;
-    and optionally ``write_side_outputs()``, for files written once the main
-    output is complete (crispr's ``--summary``, which ``JobRun`` checks and
-    locks like ``-o``).
+    ``close()`` also writes the files that follow from the whole output
+    (crispr's ``--summary``, which ``JobRun`` checks and locks like ``-o``).
 """
 from __future__ import annotations
 

@@ -122,9 +122,6 @@ class JobRun:
                     run_tasks(job, plan, client, writer, store=store, progress=progress, spill_rows=SPILL_ROWS)
                     stages.collect_workers(client)
                     writer.close()
-                    write_side_outputs = getattr(writer, "write_side_outputs", None)
-                    if write_side_outputs is not None:  # crispr's summary: after the output, before the end
-                        write_side_outputs()
                 except BaseException:
                     if store is not None:
                         store.tell_how_to_resume(note)
