@@ -417,3 +417,13 @@ def test_cache_list_keeps_apart_two_references_whose_names_hold_dots(job, tmp_pa
     listed = subprocess.run(seqsift_command("cache", "--list"), env=env, capture_output=True, text=True, timeout=300)
     assert listed.returncode == 0 and "in all (2 cached reference versions" in listed.stdout
     assert listed.stdout.count("  my.v1.2.") == 2
+
+
+@pytest.mark.parametrize("sizes", [{"chunk_size": -5}, {"guide_batch_size": 0}])
+def test_the_crispr_api_refuses_a_size_below_one_in_one_line(job, sizes):
+    from seqsift import crispr
+    from seqsift.errors import InputError
+
+    reference, guides = job
+    with pytest.raises(InputError, match="must be a whole number of at least 1"):
+        crispr(str(reference), str(guides), mismatches=2, backend="cpu", **sizes)

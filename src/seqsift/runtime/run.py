@@ -40,6 +40,7 @@ to resume), the lock is released and the cluster shut down.
 """
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -138,12 +139,11 @@ class JobRun:
         """The sizes the user asked for; where none, a resumed job's saved ones (so that its tasks line up)."""
         from .store import TaskStore
 
-        saved = TaskStore.saved_layout(self.beside) if self.resume and self.beside else None
-        layout = dict(requested)
         for key, value in requested.items():
-            if value is None and saved and saved.get("layout", {}).get(key) is not None:
-                layout[key] = saved["layout"][key]
-        return layout
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+                raise InputError(f"{key.replace('_', ' ')} must be a whole number of at least 1, not {value!r}")
+        saved = TaskStore.saved_layout(self.beside) if self.resume else {}
+        return {key: saved.get(key) if value is None else value for key, value in requested.items()}
 
 
 class EarlyTasks:

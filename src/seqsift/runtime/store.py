@@ -169,9 +169,10 @@ class TaskStore:
         return output.parent / f".{output.name}.seqsift-tasks"
 
     @classmethod
-    def saved_layout(cls, output: str | os.PathLike | None) -> dict | None:
-        """The manifest of a saved job beside ``output`` (its ``layout``: the sizes it ran with), if readable."""
-        return read_manifest(cls.directory_beside(output)) if output else None
+    def saved_layout(cls, output: str | os.PathLike | None) -> dict:
+        """The sizes the job saved beside ``output`` ran with (its manifest's ``layout``; empty if none)."""
+        manifest = read_manifest(cls.directory_beside(output)) if output else None
+        return (manifest or {}).get("layout") or {}
 
     def _checksum(self, key: tuple[int, int], body: bytes) -> str:
         """SHA-256 of a task file's body, keyed with the job's digest and the task: what its name carries."""

@@ -117,8 +117,6 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
         threshold = int(threshold)
     if word_bits not in (None, 32, 64):
         raise InputError(f"word bits must be 32 or 64, not {word_bits!r}")
-    if batch_pairs is not None and batch_pairs < 1:
-        raise InputError(f"pairs per task must be at least 1, not {batch_pairs}")
     if strand not in STRANDS:
         raise InputError(f"unknown strand {strand!r} (choose +, - or both)")
     job_client = JobClient(client, workers=workers, gpus=gpus, scheduler=scheduler, scheduler_file=scheduler_file,

@@ -64,10 +64,6 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
         raise InputError(f"unknown strand {strand!r} (choose both, + or -)")
     if isinstance(k, bool) or not isinstance(k, int):
         raise InputError(f"k must be a whole number, not {k!r}")
-    if chunk_size is not None and chunk_size < 1:
-        raise InputError(f"chunk size must be at least 1, not {chunk_size}")
-    if pattern_batch_size is not None and pattern_batch_size < 1:
-        raise InputError(f"pattern batch size must be at least 1, not {pattern_batch_size}")
     if alphabet not in ALPHABETS:
         raise InputError(f"unknown alphabet {alphabet!r} (choose {' or '.join(ALPHABETS)})")
     if alphabet == "bytes":
