@@ -331,9 +331,7 @@ def find_ends(algorithm: str, backend: str, text: np.ndarray, batch, k: int,
     whole range's, since a hit belongs to the range holding its last character.
     """
     use_worker_share()
-    backends = ALGORITHMS[algorithm].backends
-    # An algorithm without a kernel for this backend runs its CPU path on the worker.
-    kernel = _resolve(backends.get(backend) or backends["cpu"])
+    kernel = resolve_kernel(algorithm, backend)  # no kernel for this backend: its CPU path, on the worker
     return _within_device_memory(kernel, text, batch, k, int(owned_lo), int(owned_hi))
 
 
