@@ -46,7 +46,7 @@ import numpy as np
 from ..alphabet import IUPAC_MASKS, invalid_pattern_letters
 from ..errors import InputError, quote
 from ..pattern_set import PatternSet
-from .records import file_bytes
+from .records import decoded_bytes, file_bytes
 
 __all__ = ["read_patterns", "patterns_from_cli", "patterns_from_arguments", "validate_patterns_for_job"]
 
@@ -289,16 +289,8 @@ def _read_pattern_file(path, alphabet: str) -> PatternSet:
 
 
 def _standard_input_bytes() -> bytes:
-    """Everything on standard input (gzip decompressed)."""
-    import gzip
-
-    data = sys.stdin.buffer.read()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as err:
-            raise InputError(f"standard input: gzip data that cannot be read ({err})") from None
-    return data
+    """Everything on standard input (decompressed as a file would be)."""
+    return decoded_bytes(sys.stdin.buffer.read(), "standard input")
 
 
 def _patterns_of_lines(lines: list[str], display: str, alphabet: str) -> PatternSet:

@@ -41,6 +41,12 @@ def file_bytes(path: str | os.PathLike, kind: str, missing_hint: str = "") -> by
         if source.is_dir():
             raise InputError(f"{display}: is a directory, not {kind}")
         data = source.read_bytes()
+    return decoded_bytes(data, display)
+
+
+def decoded_bytes(data: bytes, display: str) -> bytes:
+    """A whole input's bytes, decompressed if gzip or BGZF; InputError naming ``display`` if that fails
+    or another compression is recognised."""
     if data[:2] == b"\x1f\x8b":  # gzip or BGZF (BGZF is valid multi-member gzip)
         _, _, inflate = decompress.gzip_library()
         try:

@@ -207,10 +207,11 @@ class Reference:
             raise IndexError(f"{self.display_name}: no records {first}..{stop - 1} (it has {len(self.names)})")
         if first == stop:
             return np.empty(0, dtype=np.uint8)
-        if self.genome_path is None:
+        where = self.cached_records_range(first, stop)
+        if where is None:
             return np.concatenate([self.read_view(i, 0, int(self.lengths[i])) for i in range(first, stop)])
-        begin = int(self.record_starts[first])
-        return _open_handle(self)[begin:begin + int(self.lengths[first:stop].sum())]
+        _, begin, length = where
+        return _open_handle(self)[begin:begin + length]
 
     def cached_records_range(self, first: int, stop: int) -> tuple[str, int, int] | None:
         """(file, byte offset, length) where records ``first .. stop - 1`` lie back to back in the genome
