@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..pattern_set import STRAND_SYMBOLS
 from ..runtime.columns import text_column, text_dtype
-from ..runtime.output import AtomicFile, FrameCollector, TableWriter, arrow_column, text_bytes, to_stdout
+from ..runtime.output import AtomicFile, FrameCollector, TableWriter, arrow_column, text_bytes
 from .scores import specificity
 
 COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
@@ -100,7 +100,7 @@ class SiteWriter:
     def __init__(self, path, record_names, guide_names):
         import pyarrow as pa
 
-        self.table = TableWriter(None if to_stdout(path) else path, COLUMNS, DTYPES,
+        self.table = TableWriter(path, COLUMNS, DTYPES,
                                  background=True)  # overlaps the search
         self._names = {"record": pa.array(list(record_names), type=pa.string()),
                        "guide": pa.array(list(guide_names), type=pa.string()),
@@ -163,7 +163,6 @@ class CasOffinderWriter:
         """Lines built column-wise in Arrow (no Python object per site): millions of sites are common."""
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.csv as csv
 
         if len(rows) == 0:
             return

@@ -62,6 +62,12 @@ def to_stdout(path) -> bool:
     return path is None or str(path) == "-"
 
 
+def real_target(path) -> str:
+    """Where an output really goes (a link is written through, a dataset folder's trailing / dropped):
+    its lock and saved tasks live beside that."""
+    return os.path.realpath(str(path).rstrip("/" + os.sep))
+
+
 def _is_dataset(path) -> bool:
     """A path ending in a separator, or an existing folder: a partitioned Parquet dataset."""
     return str(path).endswith(("/", os.sep)) or Path(path).is_dir()
@@ -111,7 +117,7 @@ def check_output_path(path: str | os.PathLike | None, formats: tuple[str, ...] |
     if to_stdout(path):
         return
     output_format(path, formats)
-    target = Path(os.path.realpath(str(path).rstrip("/" + os.sep)))
+    target = Path(real_target(path))
     directory = target.parent
     if not directory.is_dir():
         raise InputError(f"{path}: {what} directory {directory} does not exist")
@@ -426,9 +432,9 @@ def refuse_overwriting_inputs(output: str | os.PathLike | None, inputs: dict[str
     Compared by the file itself (device and inode) where both exist, else by
     the resolved path, so a symbolic link or ``./`` spelling is caught too.
     """
-    if output is None or str(output) == "-":
+    if to_stdout(output):
         return
-    target = os.path.realpath(str(output).rstrip("/" + os.sep))
+    target = real_target(output)
     for what, path in inputs.items():
         if not isinstance(path, (str, os.PathLike)):
             continue

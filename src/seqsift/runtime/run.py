@@ -49,7 +49,7 @@ from ..errors import InputError, note
 from . import stages
 from .job import Job, Plan
 from .lock import OutputLock
-from .output import check_output_path, refuse_overwriting_inputs
+from .output import check_output_path, real_target, refuse_overwriting_inputs, to_stdout
 from .progress import open_progress
 from .shared import on_workers
 
@@ -61,35 +61,25 @@ SPILL_ROWS = 500_000
 hits) before they go to disk."""
 
 
-def to_file(output) -> bool:
-    """Whether ``output`` names a file or folder (not None, the API's in-memory result, or "-", stdout)."""
-    return output is not None and str(output) != "-"
-
-
-def beside_path(output) -> str:
-    """Where an output really goes: its saved tasks and lock live beside that (an -o link is written through)."""
-    return os.path.realpath(str(output).rstrip("/" + os.sep))
-
-
 class JobRun:
     """One job's run (module docstring): a context for reading its inputs, then :meth:`run`."""
 
     def __init__(self, output, *, formats: tuple[str, ...], inputs: dict[str, object], client,
                  resume: bool = False, wait_for_lock: bool = False, side_outputs: dict[str, object] | None = None):
         self.output, self.client, self.resume = output, client, resume
-        side_outputs = {what: path for what, path in (side_outputs or {}).items() if to_file(path)}
+        side_outputs = {what: path for what, path in (side_outputs or {}).items() if not to_stdout(path)}
         refuse_overwriting_inputs(output, inputs)
         check_output_path(output, formats)
         for what, path in side_outputs.items():
             refuse_overwriting_inputs(path, {**inputs, "output": output})
             check_output_path(path, None, what=what)
-        if resume and not to_file(output):
+        if resume and to_stdout(output):
             raise InputError("resume needs an output file (-o): the saved tasks live beside it")
-        self.beside = beside_path(output) if to_file(output) else None
+        self.beside = None if to_stdout(output) else real_target(output)
         self.locks: list[OutputLock] = []
         try:
-            for path in ([output] if to_file(output) else []) + list(side_outputs.values()):
-                self.locks.append(OutputLock(beside_path(path), wait=wait_for_lock, note=note))
+            for path in ([] if to_stdout(output) else [output]) + list(side_outputs.values()):
+                self.locks.append(OutputLock(real_target(path), wait=wait_for_lock, note=note))
         except BaseException:
             self._release_locks()
             raise

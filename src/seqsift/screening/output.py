@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..runtime.output import FrameCollector, TableWriter, empty_frame, to_stdout
+from ..runtime.output import FrameCollector, TableWriter, empty_frame
 from .task import ALIGNMENT_COLUMNS, ScreenJob
 
 DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "target": object, "strand": object,
@@ -165,7 +165,7 @@ class ScreenFileWriter:
     def __init__(self, job: ScreenJob, output):
         self.job = job
         self.columns = output_columns(job, api=False)
-        self.table = TableWriter(None if to_stdout(output) else output, self.columns, DTYPES, ScreenJob.formats)
+        self.table = TableWriter(output, self.columns, DTYPES, ScreenJob.formats)
 
     @property
     def count(self) -> int:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..pattern_set import STRAND_SYMBOLS
 from ..runtime import stages
-from ..runtime.output import FrameCollector, TableWriter, arrow_column, empty_frame, to_stdout
+from ..runtime.output import FrameCollector, TableWriter, arrow_column, empty_frame
 
 FORMATS = ("tsv", "bed", "parquet")
 OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern": object,
@@ -28,7 +28,7 @@ def hit_writer(output, columns: list[str], record_names, pattern_names):
     if output is None:
         return FrameCollector(partial(named, columns=columns, record_names=record_names, pattern_names=pattern_names),
                               partial(empty_frame, columns, OUTPUT_DTYPES))
-    return HitWriter(None if to_stdout(output) else output, columns, record_names, pattern_names)
+    return HitWriter(output, columns, record_names, pattern_names)
 
 
 def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -> pd.DataFrame:
