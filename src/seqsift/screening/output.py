@@ -5,7 +5,8 @@ so both collectors keep what they need until every task is in:
 
 * :class:`ScoreTable` (every pair's score): one int32 per oriented pair, in a
   matrix (all-vs-all) or a vector, filled as tasks arrive; at the end the
-  strands are folded and rows come out in pair order, a block at a time;
+  strands are folded and :class:`ScoreBlock` s of it come out in pair order
+  (a file's writer makes them rows; the API's array takes them as they are);
 * :class:`Survivors` (pairs >= the threshold, with alignments): the rows
   themselves; at the end, per pair the better strand (+ on ties), sorted by
   query, then target.
@@ -16,6 +17,7 @@ or for the Python API a NumPy array of scores or a DataFrame.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -28,6 +30,30 @@ DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "t
           "score": np.int64, "query_start": np.int64, "query_end": np.int64, "target_start": np.int64,
           "target_end": np.int64, "cigar": object}
 ROWS_PER_BLOCK = 1_000_000
+
+
+@dataclass
+class ScoreBlock:
+    """Queries ``first ..`` of the folded score table: ``scores`` and ``minus`` (the better strand is -),
+    a row of every target's per query (all-vs-all), else one value per pair."""
+
+    first: int
+    scores: np.ndarray
+    minus: np.ndarray
+
+    def __len__(self) -> int:
+        return self.scores.size
+
+    def rows(self) -> pd.DataFrame:
+        """The block as index rows, in pair order."""
+        queries = np.arange(self.first, self.first + self.scores.shape[0])
+        if self.scores.ndim == 1:
+            targets = queries
+        else:
+            targets = np.tile(np.arange(self.scores.shape[1]), len(queries))
+            queries = np.repeat(queries, self.scores.shape[1])
+        return pd.DataFrame({"query_index": queries, "target_index": targets,
+                             "score": self.scores.reshape(-1).astype(np.int64), "minus": self.minus.reshape(-1)})
 
 
 class ScoreTable:
@@ -61,21 +87,13 @@ class ScoreTable:
         return np.maximum(forward, reverse), reverse > forward
 
     def finish(self):
+        """:class:`ScoreBlock` s of about ROWS_PER_BLOCK pairs, in pair order."""
         scores, minus = self.folded()
         self.scores = None
-        queries, targets = len(self.job.query_names), len(self.job.target_names)
-        if not self.job.all_vs_all:
-            yield pd.DataFrame({"query_index": np.arange(queries), "target_index": np.arange(queries),
-                                "score": scores.astype(np.int64), "minus": minus})
-            return
-        per_block = max(1, ROWS_PER_BLOCK // max(1, targets))
-        for first in range(0, queries, per_block):
-            block = scores[first:first + per_block]
-            count = block.shape[0]
-            yield pd.DataFrame({"query_index": np.repeat(np.arange(first, first + count), targets),
-                                "target_index": np.tile(np.arange(targets), count),
-                                "score": block.reshape(-1).astype(np.int64),
-                                "minus": minus[first:first + count].reshape(-1)})
+        per_block = max(1, ROWS_PER_BLOCK // max(1, len(self.job.target_names))) if self.job.all_vs_all \
+            else max(1, len(scores))
+        for first in range(0, len(scores), per_block):
+            yield ScoreBlock(first, scores[first:first + per_block], minus[first:first + per_block])
 
     def close(self) -> None:
         self.scores = None
@@ -171,9 +189,10 @@ class ScreenFileWriter:
     def count(self) -> int:
         return self.table.count
 
-    def write(self, rows: pd.DataFrame) -> None:
+    def write(self, rows) -> None:
+        """Index rows (Survivors), or a :class:`ScoreBlock` of every pair's score (ScoreTable)."""
         if len(rows):
-            self.table.write(named(rows, self.job, self.columns))
+            self.table.write(named(rows.rows() if isinstance(rows, ScoreBlock) else rows, self.job, self.columns))
 
     def close(self) -> None:
         self.table.close()
@@ -192,16 +211,11 @@ class ScoreArray:
     def __init__(self, job: ScreenJob):
         queries, targets = len(job.query_names), len(job.target_names)
         self.scores = np.zeros((queries, targets) if job.all_vs_all else (queries,), dtype=np.int32)
-        self.all_vs_all = job.all_vs_all
         self.count = 0
 
-    def write(self, rows: pd.DataFrame) -> None:
-        query = rows["query_index"].to_numpy()
-        if self.all_vs_all:
-            self.scores[query, rows["target_index"].to_numpy()] = rows["score"].to_numpy()
-        else:
-            self.scores[query] = rows["score"].to_numpy()
-        self.count += len(rows)
+    def write(self, block: ScoreBlock) -> None:
+        self.scores[block.first:block.first + block.scores.shape[0]] = block.scores
+        self.count += len(block)
 
     def close(self) -> None:
         pass
