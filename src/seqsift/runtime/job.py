@@ -64,7 +64,12 @@ class Plan:
 
 
 class Collector(Protocol):
-    """Turns each unit's task results into output rows (client side, one per run)."""
+    """Turns each unit's task results into output rows (client side, one per run).
+
+    What it yields goes to the job's own writer as it is: index rows (a
+    DataFrame) for search and crispr; screen's score table yields blocks of
+    its matrix (screening.output.ScoreBlock), which only its writers read.
+    """
 
     def take(self, unit, frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         """The rows that are final once ``unit``'s results (one frame per batch) are in, in output order."""
