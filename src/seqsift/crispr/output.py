@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..pattern_set import STRAND_SYMBOLS
 from ..runtime.columns import text_column, text_dtype
-from ..runtime.output import AtomicFile, FrameCollector, TableWriter, arrow_column, text_bytes
+from ..runtime.output import AtomicFile, FrameCollector, NameColumns, TableWriter, arrow_column, text_bytes
 from .scores import specificity
 
 COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
@@ -98,13 +98,9 @@ class SiteWriter:
     """TSV, BED6 or Parquet by the path's suffix (stdout: TSV), through runtime.output.TableWriter."""
 
     def __init__(self, path, record_names, guide_names):
-        import pyarrow as pa
-
         self.table = TableWriter(path, COLUMNS, DTYPES,
                                  background=True)  # overlaps the search
-        self._names = {"record": pa.array(list(record_names), type=pa.string()),
-                       "guide": pa.array(list(guide_names), type=pa.string()),
-                       "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
+        self._names = NameColumns(record=record_names, guide=guide_names, strand=STRAND_SYMBOLS)
 
     @property
     def count(self) -> int:
@@ -112,14 +108,13 @@ class SiteWriter:
 
     def write(self, rows: pd.DataFrame) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if len(rows) == 0:
             return
         arrays = {}
         for name in COLUMNS:
             if name in self._names:
-                arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
+                arrays[name] = self._names.take(name, rows[name])
                 continue
             if DTYPES[name] is object:
                 arrays[name] = arrow_column(rows[name])
@@ -149,10 +144,7 @@ class CasOffinderWriter:
     """Cas-OFFinder's output lines (module docstring), to a file (atomically) or standard output."""
 
     def __init__(self, path, record_names, guide_names, crrna: list[str], with_ids: bool, bulges: bool):
-        import pyarrow as pa
-
-        self._names = {kind: pa.array(list(values), type=pa.string()) for kind, values in  # once, not per write
-                       (("record", record_names), ("guide", guide_names), ("crrna", crrna), ("strand", STRAND_SYMBOLS))}
+        self._names = NameColumns(record=record_names, guide=guide_names, crrna=crrna, strand=STRAND_SYMBOLS)
         self.with_ids, self.bulges = with_ids, bulges
         self.count = 0
         self.file = AtomicFile(path)
@@ -166,7 +158,7 @@ class CasOffinderWriter:
 
         if len(rows) == 0:
             return
-        names = lambda kind, index: pc.take(self._names[kind], pa.array(index))  # noqa: E731
+        names = self._names.take
         guide, record = rows["guide"].to_numpy(), rows["record"].to_numpy()
         strand = names("strand", rows["strand"].to_numpy())
         if self.bulges:

@@ -365,6 +365,27 @@ def empty_frame(columns: list[str], dtypes: dict) -> pd.DataFrame:
     return pd.DataFrame({c: np.empty(0, dtype=dtypes[c]) for c in columns})
 
 
+class NameColumns:
+    """Names looked up by index columns with Arrow's ``take`` (no Python object per row: for tens of
+    millions of rows this is most of a writer's work); each column's names are one Arrow array, built
+    once per job."""
+
+    def __init__(self, **names):
+        import pyarrow as pa
+
+        self.arrays = {column: pa.array(list(values), type=pa.string()) for column, values in names.items()}
+
+    def __contains__(self, column: str) -> bool:
+        return column in self.arrays
+
+    def take(self, column: str, indices):
+        """The names of ``column`` at ``indices`` (an integer array or Series)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.take(self.arrays[column], pa.array(np.asarray(indices)))
+
+
 def arrow_table(rows: pd.DataFrame):
     """An Arrow table built column by column from NumPy arrays.
 

@@ -23,7 +23,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..runtime.output import FrameCollector, TableWriter, empty_frame
+from ..runtime.output import FrameCollector, NameColumns, TableWriter, arrow_column, empty_frame
 from .task import ALIGNMENT_COLUMNS, ScreenJob
 
 DTYPES = {"query_index": np.int64, "query": object, "target_index": np.int64, "target": object, "strand": object,
@@ -162,14 +162,13 @@ def output_columns(job: ScreenJob, api: bool) -> list[str]:
     return names + ["score", *strand, *alignment]
 
 
-def named(rows: pd.DataFrame, job: ScreenJob, columns: list[str]) -> pd.DataFrame:
-    """Index rows -> the output's columns with the sequences' names."""
+def named(rows: pd.DataFrame, names: dict[str, np.ndarray], columns: list[str]) -> pd.DataFrame:
+    """Index rows -> the output's columns with the sequences' names (``names``: query and target names as
+    object arrays; the Python API's frame)."""
     out = {}
     for column in columns:
-        if column == "query":
-            out[column] = np.asarray(job.query_names, dtype=object)[rows["query_index"].to_numpy()]
-        elif column == "target":
-            out[column] = np.asarray(job.target_names, dtype=object)[rows["target_index"].to_numpy()]
+        if column in ("query", "target"):
+            out[column] = names[column][rows[f"{column}_index"].to_numpy()]
         elif column == "strand":
             out[column] = np.where(rows["minus"].to_numpy(), "-", "+").astype(object)
         else:
@@ -181,9 +180,9 @@ class ScreenFileWriter:
     """Named rows to a file or standard output (TSV or Parquet) through runtime.output.TableWriter."""
 
     def __init__(self, job: ScreenJob, output):
-        self.job = job
         self.columns = output_columns(job, api=False)
         self.table = TableWriter(output, self.columns, DTYPES, ScreenJob.formats)
+        self._names = NameColumns(query=job.query_names, target=job.target_names, strand=("+", "-"))
 
     @property
     def count(self) -> int:
@@ -191,8 +190,15 @@ class ScreenFileWriter:
 
     def write(self, rows) -> None:
         """Index rows (Survivors), or a :class:`ScoreBlock` of every pair's score (ScoreTable)."""
-        if len(rows):
-            self.table.write(named(rows.rows() if isinstance(rows, ScoreBlock) else rows, self.job, self.columns))
+        import pyarrow as pa
+
+        if not len(rows):
+            return
+        rows = rows.rows() if isinstance(rows, ScoreBlock) else rows
+        index = {"query": rows["query_index"], "target": rows["target_index"],
+                 "strand": rows["minus"].to_numpy().astype(np.int8)}
+        self.table.write_table(pa.table({column: self._names.take(column, index[column]) if column in self._names
+                                         else arrow_column(rows[column]) for column in self.columns}))
 
     def close(self) -> None:
         self.table.close()
@@ -234,4 +240,5 @@ def screen_writer(job: ScreenJob, output):
     if job.threshold is None:
         return ScoreArray(job)
     columns = output_columns(job, api=True)
-    return FrameCollector(partial(named, job=job, columns=columns), partial(empty_frame, columns, DTYPES))
+    names = {"query": np.asarray(job.query_names, dtype=object), "target": np.asarray(job.target_names, dtype=object)}
+    return FrameCollector(partial(named, names=names, columns=columns), partial(empty_frame, columns, DTYPES))

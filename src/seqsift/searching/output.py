@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..pattern_set import STRAND_SYMBOLS
 from ..runtime import stages
-from ..runtime.output import FrameCollector, TableWriter, arrow_column, empty_frame
+from ..runtime.output import FrameCollector, NameColumns, TableWriter, arrow_column, empty_frame
 
 FORMATS = ("tsv", "bed", "parquet")
 OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern": object,
@@ -25,8 +25,9 @@ OUTPUT_DTYPES = {"record": object, "start": np.int64, "end": np.int64, "pattern"
 
 def hit_writer(output, columns: list[str], record_names, pattern_names):
     """The writer for ``output``: None -> the API's DataFrame (FrameCollector), else a HitWriter."""
-    if output is None:
-        return FrameCollector(partial(named, columns=columns, record_names=record_names, pattern_names=pattern_names),
+    if output is None:  # the names as object arrays once, not per write
+        return FrameCollector(partial(named, columns=columns, record_names=np.asarray(record_names, dtype=object),
+                                      pattern_names=np.asarray(pattern_names, dtype=object)),
                               partial(empty_frame, columns, OUTPUT_DTYPES))
     return HitWriter(output, columns, record_names, pattern_names)
 
@@ -40,8 +41,6 @@ def named(rows: pd.DataFrame, columns: list[str], record_names, pattern_names) -
     return out
 
 
-
-
 class HitWriter(TableWriter):
     """Search rows (index columns, from the merge) -> named columns, in Arrow.
 
@@ -53,11 +52,7 @@ class HitWriter(TableWriter):
     def __init__(self, path: str | os.PathLike | None, columns: list[str], record_names, pattern_names,
                  background: bool = True):
         super().__init__(path, columns, OUTPUT_DTYPES, FORMATS, background=background)
-        import pyarrow as pa
-
-        self._names = {"record": pa.array(list(record_names), type=pa.string()),
-                       "pattern": pa.array(list(pattern_names), type=pa.string()),
-                       "strand": pa.array(list(STRAND_SYMBOLS), type=pa.string())}
+        self._names = NameColumns(record=record_names, pattern=pattern_names, strand=STRAND_SYMBOLS)
 
     def write(self, rows: pd.DataFrame) -> None:
         """Append rows of index columns (the writer thread converts them; ``rows`` must not change after)."""
@@ -75,7 +70,7 @@ class HitWriter(TableWriter):
         arrays = {}
         for name in self.columns:
             if name in self._names:
-                arrays[name] = pc.take(self._names[name], pa.array(rows[name].to_numpy()))
+                arrays[name] = self._names.take(name, rows[name])
             else:
                 arrays[name] = arrow_column(rows[name])
         if self.format == "bed":   # BED6: chrom start end name score strand (ends mode: the last character)
