@@ -71,6 +71,14 @@ def _distance(point: dict, m: int, k: int, patterns: int) -> float:
     return sum(_distance_terms(point, m, k, patterns))
 
 
+def _fastest_nearest(rows: list[dict], distance, rate: str) -> tuple[dict, float, int]:
+    """(the fastest by ``rate`` of the rows at the nearest measured shape, that distance, how many
+    rows were measured there)."""
+    nearest = min(distance(r) for r in rows)
+    candidates = [r for r in rows if distance(r) == nearest]
+    return max(candidates, key=lambda r: r[rate]), nearest, len(candidates)
+
+
 def plan(metric: str, backend: str, m_max: int, k: int, patterns: int, admits) -> Choice | None:
     """The measured-fastest admissible algorithm, or None without measurements.
 
@@ -83,13 +91,12 @@ def plan(metric: str, backend: str, m_max: int, k: int, patterns: int, admits) -
     rows = [r for r in table if r["backend"] == backend and r["metric"] == metric and admits(r["algorithm"])]
     if not rows:
         return None
-    nearest = min(_distance(r, m_max, k, patterns) for r in rows)
-    candidates = [r for r in rows if _distance(r, m_max, k, patterns) == nearest]
-    best = max(candidates, key=lambda r: r["pattern_positions_per_s"])
+    best, nearest, candidates = _fastest_nearest(rows, lambda r: _distance(r, m_max, k, patterns),
+                                                 "pattern_positions_per_s")
     shape = f"m={best['m']}, k={best['k']}, {best['patterns']} patterns"
     job = f"m={m_max}, k={k}, {patterns} patterns"
     measured = (f"{best['algorithm']}: fastest measured at {shape} "
-                f"({best['pattern_positions_per_s']:.3g} pattern-positions/s, the best of {len(candidates)} "
+                f"({best['pattern_positions_per_s']:.3g} pattern-positions/s, the best of {candidates} "
                 f"algorithm(s) measured there; {source})")
     if nearest == 0:
         return Choice(best["algorithm"], f"{measured}, this job's own shape")
@@ -120,9 +127,7 @@ def plan_sw(backend: str, m: int, n: int, affine: bool, admits) -> Choice | None
             and r.get("gaps") == gaps and admits(r["algorithm"])]
     if not rows:
         return None
-    nearest = min(_sw_distance(r, m, n) for r in rows)
-    candidates = [r for r in rows if _sw_distance(r, m, n) == nearest]
-    best = max(candidates, key=lambda r: r["cells_per_s"])
+    best, _, _ = _fastest_nearest(rows, lambda r: _sw_distance(r, m, n), "cells_per_s")
     return Choice(best["algorithm"],
                   f"{best['algorithm']}: fastest measured for {gaps} gaps at m={best['m']}, n={best['n']} "
                   f"({best['cells_per_s']:.3g} cells/s; {source}), the nearest bucket to m={m}, n={n}")
