@@ -75,9 +75,10 @@ def list_cache(out) -> int:
     print(f"seqsift cache: {directory}", file=out)
     for name, size, when in references:
         print(f"  {_human(size):>9}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(when))}  {name}", file=out)
-    for table in tables:
-        print(f"  {_human(table.stat().st_size):>9}  measured table  {table.name}", file=out)
-    total = sum(size for _, size, _ in references) + sum(t.stat().st_size for t in tables)
+    table_sizes = [table.stat().st_size for table in tables]
+    for table, size in zip(tables, table_sizes):
+        print(f"  {_human(size):>9}  measured table  {table.name}", file=out)
+    total = sum(size for _, size, _ in references) + sum(table_sizes)
     print(f"  {_human(total):>9}  in all ({len(references)} cached reference version"
           f"{'s' if len(references) != 1 else ''}; seqsift cache --clear removes them)", file=out)
     return 0
