@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_output_options, add_run_options, run_options, whole_number
+from ..cli_options import add_output_options, add_run_options, refuse_options_not_taken, run_options, whole_number
 from ..errors import InputError
 
 
@@ -48,12 +48,8 @@ def add_crispr_parser(subcommands) -> argparse.ArgumentParser:
     c.add_argument("--cas-offinder", metavar="INPUT",
                    help="read a Cas-OFFinder input file (genome, pattern, guides with their limits) instead of "
                         "REF, GUIDES, --pam, -k and the bulge options")
-    add_run_options(c)
-    for action in c._actions:
-        if action.dest == "algorithm":
-            action.help = argparse.SUPPRESS
-        elif action.dest == "pattern_batch":
-            action.help = "guides per task"
+    add_run_options(c, pattern_batch_help="guides per task", not_taken=("--algorithm",),
+                    why_not="crispr has one PAM-first kernel per backend")
     c.set_defaults(handler=cmd_crispr)
     return c
 
@@ -61,8 +57,7 @@ def add_crispr_parser(subcommands) -> argparse.ArgumentParser:
 def cmd_crispr(args) -> int:
     from . import crispr
 
-    if getattr(args, "algorithm", "auto") != "auto":
-        raise InputError("--algorithm is a search option; crispr has one PAM-first kernel per backend")
+    refuse_options_not_taken(args)
     if args.cas_offinder is not None:
         if args.reference is not None or args.guides is not None:
             raise InputError("--cas-offinder INPUT names the genome and the guides: give no REF or GUIDES")

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_output_options, add_run_options, positive_int, run_options, whole_number
+from ..cli_options import (add_output_options, add_run_options, positive_int, refuse_options_not_taken,
+                           run_options, whole_number)
 from ..errors import InputError
-
-_SEARCH_ONLY = (("chunk_size", "--chunk-size"), ("pattern_batch", "--pattern-batch"))
 
 
 def add_screen_parser(subcommands) -> argparse.ArgumentParser:
@@ -56,14 +55,10 @@ def add_screen_parser(subcommands) -> argparse.ArgumentParser:
                    help="pairs per machine word of sw-bpbc (default: 32 on GPUs, 64 on CPUs)")
     s.add_argument("--batch-pairs", type=positive_int, metavar="N",
                    help="pairs per task (default: from the pair lengths and the workers)")
-    add_run_options(s)
-    for action in s._actions:  # the shared options are worded for search
-        if action.dest == "algorithm":
-            action.help = ("auto (default: per length bucket, from seqsift bench), sw-bpbc (bit-sliced, 32/64 "
-                           "pairs per word), sw-wordwise, sw-dpx (16-bit DPX lanes); also for affine gaps: "
-                           "sw-gotoh, sw-dpx-affine")
-        elif action.dest in {dest for dest, _ in _SEARCH_ONLY}:
-            action.help = argparse.SUPPRESS
+    add_run_options(s, algorithm_help=("auto (default: per length bucket, from seqsift bench), sw-bpbc (bit-sliced, "
+                                       "32/64 pairs per word), sw-wordwise, sw-dpx (16-bit DPX lanes); also for "
+                                       "affine gaps: sw-gotoh, sw-dpx-affine"),
+                    not_taken=("--chunk-size", "--pattern-batch"), why_not="screen splits its work by --batch-pairs")
     s.set_defaults(handler=cmd_screen)
     return s
 
@@ -71,9 +66,7 @@ def add_screen_parser(subcommands) -> argparse.ArgumentParser:
 def cmd_screen(args) -> int:
     from . import screen
 
-    for dest, flag in _SEARCH_ONLY:
-        if getattr(args, dest, None) is not None:
-            raise InputError(f"{flag} is a search option; screen splits its work by --batch-pairs")
+    refuse_options_not_taken(args)
     if (args.gap_open is None) != (args.gap_extend is None):
         raise InputError("affine gaps need both --gap-open and --gap-extend")
     screen(args.queries, args.targets, threshold=args.threshold, match=args.match, mismatch=args.mismatch,
