@@ -539,27 +539,17 @@ def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
     return i1 - sa, i1, j1 - sb, j1, count, ALIGN_OK
 
 
-@njit(parallel=True, cache=True)
 def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
                 op_offsets, ops, op_counts, coords, status):
-    """Alignments of many (query, target) pairs with known scores, in parallel.
+    """Alignments of many (query, target) pairs with known scores, in parallel (linear gaps).
 
     codes: all sequences' text codes, concatenated; pair p is query
     codes[q_start[p]:+q_len[p]] and target codes[t_start[p]:+t_len[p]].
     Pair p may write up to q_len + t_len ops from op_offsets[p].
     coords[p] = (query start, query end, target start, target end).
     """
-    for p in prange(scores.shape[0]):
-        x = codes[q_start[p]:q_start[p] + q_len[p]]
-        y = codes[t_start[p]:t_start[p] + t_len[p]]
-        qs, qe, ts, te, count, bad = _align_one(x, y, np.int64(scores[p]), c1, c2, gap, max_cells,
-                                                ops, op_offsets[p])
-        coords[p, 0] = qs
-        coords[p, 1] = qe
-        coords[p, 2] = ts
-        coords[p, 3] = te
-        op_counts[p] = count
-        status[p] = bad
+    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, max_cells,
+                 op_offsets, ops, op_counts, coords, status)
 
 
 # --------------------------------------------------------------------------
@@ -839,20 +829,32 @@ def _end_of_best(x, y, c1, c2, go, ge):
 
 
 @njit(parallel=True, cache=True)
-def align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, max_cells,
-                       op_offsets, ops, op_counts, coords, status):
-    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge))."""
+def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
+                 op_offsets, ops, op_counts, coords, status):
+    """The parallel driver of :func:`align_pairs` (affine False: linear gaps of go, ge unused)
+    and :func:`align_pairs_affine` (affine True: a gap of length L scores -(go + (L - 1) ge))."""
     for p in prange(scores.shape[0]):
         x = codes[q_start[p]:q_start[p] + q_len[p]]
         y = codes[t_start[p]:t_start[p] + t_len[p]]
-        qs, qe, ts, te, count, bad = _align_one_affine(x, y, np.int64(scores[p]), c1, c2, go, ge, max_cells,
-                                                       ops, op_offsets[p])
+        if affine:
+            qs, qe, ts, te, count, bad = _align_one_affine(x, y, np.int64(scores[p]), c1, c2, go, ge, max_cells,
+                                                           ops, op_offsets[p])
+        else:
+            qs, qe, ts, te, count, bad = _align_one(x, y, np.int64(scores[p]), c1, c2, go, max_cells,
+                                                    ops, op_offsets[p])
         coords[p, 0] = qs
         coords[p, 1] = qe
         coords[p, 2] = ts
         coords[p, 3] = te
         op_counts[p] = count
         status[p] = bad
+
+
+def align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, max_cells,
+                       op_offsets, ops, op_counts, coords, status):
+    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge))."""
+    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, True, max_cells,
+                 op_offsets, ops, op_counts, coords, status)
 
 
 @njit(parallel=True, cache=True)
