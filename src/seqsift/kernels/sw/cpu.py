@@ -691,11 +691,9 @@ def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
     # Deletions (target bases only) an alignment with this score can hold.
     if ge > 0:
         gaps = (c1 * i1 - go) // ge + 1 if c1 * i1 >= go else 0
-        width = min(j1, i1 + max(gaps, 0) + 1)
-    elif go > 0:
-        width = j1   # extension free: any length
+        width = min(j1, i1 + gaps + 1)   # gaps >= 0: the floor division is of a non-negative value
     else:
-        width = j1
+        width = j1   # extension free: any length
     j0 = j1 - width
     rows = i1 + 1
     cols = width + 1
