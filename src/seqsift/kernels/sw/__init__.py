@@ -315,12 +315,6 @@ def dpx_admits(scoring: Scoring) -> bool:
             and bias + scoring.mismatch + scoring.match + max(scoring.open, scoring.extend) < sw_cpu.DPX_LANE_MAX // 2)
 
 
-def dpx_fits(scoring: Scoring, min_length: int) -> bool:
-    """Scores provably fit the 16-bit lanes (no pair can saturate): c1 * min(m, n) + B + c2 <= 32767 - c1."""
-    bias = sw_cpu.dpx_bias(scoring.open, scoring.mismatch)
-    return scoring.match * max(1, int(min_length)) + bias + scoring.mismatch <= sw_cpu.DPX_LANE_MAX - scoring.match
-
-
 def rescore_saturated(scores, x_codes, y_codes, scoring: Scoring, backend: str):
     """Scores of -1 (a 16-bit lane that may have wrapped) replaced by sw-gotoh's 32-bit scores."""
     flagged = np.flatnonzero(scores < 0)
