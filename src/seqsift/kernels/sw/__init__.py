@@ -319,7 +319,7 @@ def rescore_saturated(scores, x_codes, y_codes, scoring: Scoring, backend: str):
     """Scores of -1 (a 16-bit lane that may have wrapped) replaced by sw-gotoh's 32-bit scores."""
     flagged = np.flatnonzero(scores < 0)
     if flagged.size:
-        rescore = gotoh_cpu if backend == "cpu" else resolve_kernel("sw-gotoh", backend)
+        rescore = resolve_kernel("sw-gotoh", backend)
         xs = x_codes[flagged] if isinstance(x_codes, np.ndarray) else x_codes[__import__("cupy").asarray(flagged)]
         ys = y_codes[flagged] if isinstance(y_codes, np.ndarray) else y_codes[__import__("cupy").asarray(flagged)]
         scores[flagged] = rescore(xs, ys, scoring)
