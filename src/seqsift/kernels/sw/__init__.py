@@ -421,20 +421,14 @@ def buffer_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, 
         candidates = np.asarray(bound) >= threshold
         if not candidates.any():
             return np.zeros(shape, bool)
-        if product and candidates.mean() < 0.5:   # few pairs left: those alone, as a list of pairs
-            xi, yi = np.nonzero(candidates)
+        # a tile with few pairs left, or a list with some pairs out: the pairs left alone, as a list of pairs
+        if (candidates.mean() < 0.5) if product else (not candidates.all()):
+            kept = np.nonzero(candidates)   # (x index, y index) per pair of a tile; (pair index,) of a list
+            xi, yi = kept if product else (kept[0], kept[0])
             reached = np.zeros(shape, bool)
-            reached[xi, yi] = buffer_scores(algorithm, backend, codes, np.asarray(x_start)[xi],
-                                            np.asarray(x_len)[xi], np.asarray(y_start)[yi],
-                                            np.asarray(y_len)[yi], scoring, product=False, threshold=threshold,
-                                            word_bits=word_bits)
-            return reached
-        if not product and not candidates.all():
-            keep = np.flatnonzero(candidates)
-            reached = np.zeros(shape, bool)
-            reached[keep] = buffer_scores(algorithm, backend, codes, np.asarray(x_start)[keep],
-                                          np.asarray(x_len)[keep], np.asarray(y_start)[keep],
-                                          np.asarray(y_len)[keep], scoring, product=False, threshold=threshold,
+            reached[kept] = buffer_scores(algorithm, backend, codes, np.asarray(x_start)[xi],
+                                          np.asarray(x_len)[xi], np.asarray(y_start)[yi],
+                                          np.asarray(y_len)[yi], scoring, product=False, threshold=threshold,
                                           word_bits=word_bits)
             return reached
     else:
