@@ -211,5 +211,5 @@ def _bound(sequences: WorkerSequences, x: np.ndarray, y: np.ndarray, product: bo
         return sw_kernels.base_counts(sequences.codes, sequences.starts[indices], sequences.lengths[indices])
     x_counts, y_counts = counts(x), counts(y)
     if product:
-        return scoring.match * np.minimum(x_counts[:, None, :], y_counts[None, :, :]).sum(axis=2, dtype=np.int64)
+        x_counts, y_counts = x_counts[:, None, :], y_counts[None, :, :]
     return sw_kernels.composition_bound(x_counts, y_counts, scoring)

@@ -469,8 +469,10 @@ def composition_bound(x_counts, y_counts, scoring: Scoring) -> np.ndarray:
     bases (N matches nothing), each base of x and of y in at most one column,
     so an alignment holds at most that many matches of each base; every other
     column subtracts. The bound holds for linear and affine gaps alike.
+    Counts broadcast over their leading axes (bases last): x_counts[:, None]
+    with y_counts[None] bound every x with every y.
     """
-    return scoring.match * np.minimum(x_counts, y_counts).sum(axis=1, dtype=np.int64)
+    return scoring.match * np.minimum(x_counts, y_counts).sum(axis=-1, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------
