@@ -39,7 +39,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, discard_standard_output
+from .errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, discard_standard_output, note
 
 SOCKET_VARIABLE = "SEQSIFT_SERVER_SOCKET"
 """Overrides where the server listens (tests, or two servers for two GPU sets)."""
@@ -105,10 +105,6 @@ def peer_uid(connection: socket.socket) -> int | None:
     return struct.unpack("3i", credentials)[1]
 
 
-def _note(message: str) -> None:
-    print(f"seqsift: note: {message}", file=sys.stderr, flush=True)
-
-
 def connect(path: Path, quiet: bool = False) -> socket.socket | None:
     """A connection to this user's own server at ``path``, or None (no server, or one not to be trusted:
     a note says why unless ``quiet``)."""
@@ -136,7 +132,7 @@ def connect(path: Path, quiet: bool = False) -> socket.socket | None:
             connection = None
     if problem is not None:
         if not quiet:
-            _note(f"not using the seqsift server socket ({problem}); running here")
+            note(f"not using the seqsift server socket ({problem}); running here")
         return None
     connection.settimeout(None)
     return connection
@@ -200,7 +196,7 @@ def _relay(connection: socket.socket) -> int:
         if kind == b"X":
             return int(payload.decode())
         if kind == b"W":
-            _note(payload.decode(errors="replace"))
+            note(payload.decode(errors="replace"))
             continue
         stream = sys.stdout if kind == b"O" else sys.stderr
         try:
