@@ -59,7 +59,7 @@ from pathlib import Path
 
 from . import cli
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, InputError
-from .server_client import (CALLER_SETTINGS, FRAME, SERVED_COMMANDS, SOCKET_VARIABLE, ask, peer_uid,
+from .server_client import (FRAME, SERVED_COMMANDS, SOCKET_VARIABLE, ask, caller_setting, peer_uid,
                             private_problem, socket_path)
 
 DEFAULT_IDLE_MINUTES = 30.0
@@ -95,7 +95,7 @@ def parse_request(line: bytes) -> dict:
         raise BadRequest("cwd must be an absolute path")
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise BadRequest("env must map names to strings")
-    if any(not (k.startswith("SEQSIFT_") or k in CALLER_SETTINGS) or k == SOCKET_VARIABLE for k in env):
+    if not all(caller_setting(k) for k in env):
         raise BadRequest("env may hold only SEQSIFT_* settings, XDG_CACHE_HOME and HOME")
     umask = request.get("umask", 0o022)
     if isinstance(umask, bool) or not isinstance(umask, int) or not 0 <= umask <= 0o777:
@@ -213,8 +213,7 @@ class _Job:
                       f"({error.strerror or error}); run without the server\n")
             return EXIT_BAD_INPUT
         self._saved = (dict(os.environ), list(sys.argv), sys.stdout, sys.stderr, os.umask(request["umask"]))
-        for name in [k for k in os.environ if (k.startswith("SEQSIFT_") and k != SOCKET_VARIABLE)
-                     or k in CALLER_SETTINGS]:
+        for name in [k for k in os.environ if caller_setting(k)]:
             del os.environ[name]
         os.environ.update(request["env"])
         sys.argv = ["seqsift", *request["argv"]]  # what the output lock records as the command

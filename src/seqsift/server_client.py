@@ -64,6 +64,12 @@ def socket_path() -> Path:
     return folder / "server.sock"
 
 
+def caller_setting(name: str) -> bool:
+    """Whether the environment variable ``name`` is one a served job takes from its caller:
+    ``SEQSIFT_*`` (except :data:`SOCKET_VARIABLE`, the server's own) and :data:`CALLER_SETTINGS`."""
+    return (name.startswith("SEQSIFT_") and name != SOCKET_VARIABLE) or name in CALLER_SETTINGS
+
+
 def served(argv: list[str]) -> bool:
     """Whether a run with these arguments may go to a server (module docstring)."""
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -146,8 +152,7 @@ def _current_umask() -> int:
 
 def request_for(argv: list[str]) -> dict:
     """What a served job needs of this process: arguments, folder, settings, and whether its streams are terminals."""
-    environment = {k: v for k, v in os.environ.items()
-                   if (k.startswith("SEQSIFT_") and k != SOCKET_VARIABLE) or k in CALLER_SETTINGS}
+    environment = {k: v for k, v in os.environ.items() if caller_setting(k)}
     return {"kind": "run", "argv": list(argv), "cwd": os.getcwd(), "env": environment, "umask": _current_umask(),
             "stdout_tty": sys.stdout.isatty(), "stderr_tty": sys.stderr.isatty()}
 
