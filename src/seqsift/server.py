@@ -59,7 +59,7 @@ from pathlib import Path
 
 from . import cli
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, InputError
-from .server_client import (FRAME, SERVED_COMMANDS, SOCKET_VARIABLE, ask, caller_setting, peer_uid,
+from .server_client import (FRAME, SERVED_COMMANDS, SOCKET_VARIABLE, ask, caller_setting, command_of, peer_uid,
                             private_problem, socket_path)
 
 DEFAULT_IDLE_MINUTES = 30.0
@@ -88,7 +88,7 @@ def parse_request(line: bytes) -> dict:
     argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env", {})
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or not argv:
         raise BadRequest("argv must be a list of strings")
-    command = next((a for a in argv if not a.startswith("-")), None)
+    command = command_of(argv)
     if command not in SERVED_COMMANDS:
         raise BadRequest(f"the server runs only {', '.join(SERVED_COMMANDS)}, not {command!r}")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):

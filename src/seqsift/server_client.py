@@ -70,10 +70,14 @@ def caller_setting(name: str) -> bool:
     return (name.startswith("SEQSIFT_") and name != SOCKET_VARIABLE) or name in CALLER_SETTINGS
 
 
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand in ``argv``: its first argument not starting with ``-`` (None if there is none)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def served(argv: list[str]) -> bool:
     """Whether a run with these arguments may go to a server (module docstring)."""
-    command = next((a for a in argv if not a.startswith("-")), None)
-    if command not in SERVED_COMMANDS:
+    if command_of(argv) not in SERVED_COMMANDS:
         return False
     if any(a in STANDARD_INPUT_NAMES for a in argv):  # our standard input: the server cannot read it
         return False
