@@ -113,6 +113,13 @@ def _send_frame(connection: socket.socket, kind: bytes, payload: bytes) -> bool:
         return False
 
 
+def _refuse(connection: socket.socket, line: str, code: int) -> None:
+    """End a caller's connection without running its job: ``line`` on its stderr, exit status ``code``."""
+    _send_frame(connection, b"E", f"{line}\n".encode())
+    _send_frame(connection, b"X", str(code).encode())
+    connection.close()
+
+
 # -- a job's standard streams ------------------------------------------------------------------
 
 class _FrameStream(io.RawIOBase):
@@ -283,9 +290,7 @@ class _Server:
             connection.settimeout(None)
             request = parse_request(line)
         except BadRequest as bad:
-            _send_frame(connection, b"E", f"seqsift: error: bad request to the seqsift server: {bad}\n".encode())
-            _send_frame(connection, b"X", str(EXIT_BAD_INPUT).encode())
-            connection.close()
+            _refuse(connection, f"seqsift: error: bad request to the seqsift server: {bad}", EXIT_BAD_INPUT)
             return
         except (OSError, ValueError):  # silent past the timeout, gone, or an over-long line
             connection.close()
@@ -346,10 +351,8 @@ class _Server:
                 return
             if item is not None:
                 connection, _ = item
-                _send_frame(connection, b"E", b"seqsift: error: the seqsift server stopped before this job "
-                                              b"ran; run the command again\n")
-                _send_frame(connection, b"X", str(EXIT_FAILED).encode())
-                connection.close()
+                _refuse(connection, "seqsift: error: the seqsift server stopped before this job ran; "
+                                    "run the command again", EXIT_FAILED)
 
 
 JOB_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.csv", "pyarrow.parquet", "pyarrow.compute", "numba",
