@@ -328,6 +328,8 @@ class _Server:
                 code = job.run()
             except KeyboardInterrupt:
                 if interrupts.server_stopped or not job.caller_gone:
+                    # Before the last frame, not only in the finally below: a thread the job left running
+                    # (note(), a warning) must no longer write frames, which could split this unlocked one.
                     job.restore(home)
                     _send_frame(connection, b"E", b"seqsift: error: the seqsift server was stopped\n")
                     connection.close()
