@@ -76,12 +76,14 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     s.add_argument("--no-align", action="store_true", help="leave out the aligned text and CIGAR columns")
     add_output_options(s, ".tsv, .bed, .parquet or folder/")
     add_run_options(s)
+    s.set_defaults(handler=cmd_search)
 
     d = commands.add_parser("demo", help="search the bundled lambda phage genome for CRISPR guides",
                             description="Search the bundled lambda phage genome (NC_001416.1) for 40 "
                                         "20-nt guides drawn from it, k=3, both strands, and time it.")
     d.add_argument("-k", type=int, default=3, help="mismatches allowed (default 3)")
     add_run_options(d)
+    d.set_defaults(handler=cmd_demo)
     add_screen_parser(commands)
     add_crispr_parser(commands)
     for add_command in extra_commands:
@@ -92,6 +94,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     what = c.add_mutually_exclusive_group(required=True)
     what.add_argument("--list", action="store_true", help="each cached reference with its size, and the total")
     what.add_argument("--clear", action="store_true", help="remove the cached references")
+    c.set_defaults(handler=cmd_cache)
     b = commands.add_parser("bench", help="measure every algorithm here; auto then uses the results",
                             description="Time every algorithm of a backend on random text at a grid of job "
                                         "shapes; write bench.md, bench.json and bench.png, and save the "
@@ -102,6 +105,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true",
                    help="a small grid on short texts (a smoke test): writes only its report, not the table")
     b.add_argument("--no-save-table", action="store_true", help="do not change the table auto uses")
+    b.set_defaults(handler=cmd_bench)
     return parser
 
 
@@ -177,10 +181,8 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
         args = build_parser(extra_commands).parse_args(argv)
     except SystemExit as exit_request:  # --help, --version, or a one-line usage error
         return exit_request.code
-    handler = {"search": cmd_search, "demo": cmd_demo, "bench": cmd_bench,
-               "cache": cmd_cache}.get(args.command) or args.handler
     try:
-        return handler(args)
+        return args.handler(args)
     except InputError as err:
         print(f"seqsift: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
