@@ -32,10 +32,10 @@ from importlib import resources
 
 from . import __version__, kernels
 from .cli_options import add_output_options, add_run_options, positive_int, run_options
-from .searching import note, search
+from .searching import search
 from .searching.job import MODES
 from .errors import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, InputError,
-                     discard_standard_output, exit_now)
+                     discard_standard_output, exit_now, note)
 from .pattern_set import STRAND_CHOICES
 from .crispr.cli import add_crispr_parser
 from .screening.cli import add_screen_parser
@@ -119,7 +119,7 @@ def cmd_bench(args) -> int:
     from pathlib import Path
 
     from .bench import run_bench
-    from .searching import resolve_backend
+    from .runtime.clients import resolve_backend
 
     backend = resolve_backend(args.backend)
     run_bench(backend, Path(args.out), quick=args.quick, save_table=not args.no_save_table,
