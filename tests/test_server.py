@@ -405,15 +405,25 @@ def _wait_for_path(path: Path, process: subprocess.Popen) -> None:
         threading.Event().wait(0.05)
 
 
+def _holder_of(lock: Path, process: subprocess.Popen) -> dict:
+    """The holder's details in ``lock``, once the served job has written them (it creates the file, then
+    locks it, then writes), or ``process`` ended first."""
+    _wait_for_path(lock, process)
+    while True:
+        try:
+            return json.loads(lock.read_text())
+        except ValueError:  # created, its details not written yet
+            assert process.poll() is None, process.stderr.read()
+            threading.Event().wait(0.05)
+
+
 def test_ctrl_c_stops_a_served_job_there_and_a_waiting_caller_is_told(server, long_job, tmp_path):
     reference, patterns = long_job
     first_output, second_output = tmp_path / "first.tsv", tmp_path / "second.tsv"
     args = ("search", reference, patterns, "-k", "4", "--backend", "cpu", "--mode", "ends", "--no-progress")
     first = subprocess.Popen(seqsift_command(*args, "-o", first_output), env=_env(server.socket),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lock = tmp_path / ".first.tsv.seqsift-lock"
-    _wait_for_path(lock, first)
-    holder = json.loads(lock.read_text())
+    holder = _holder_of(tmp_path / ".first.tsv.seqsift-lock", first)
     assert holder["command"].startswith("seqsift search") and str(first_output) in holder["command"]
     second = subprocess.Popen(seqsift_command("search", reference, patterns, "-k", "0", "--backend", "cpu",
                                               "--no-progress", "-o", second_output),
