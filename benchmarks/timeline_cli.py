@@ -4,7 +4,7 @@
 
 Runs ``seqsift.cli.main(argv)`` in this process with a few of seqsift's
 functions wrapped to note, per thread, when they began and ended: opening
-the reference, starting the cluster, submitting, each task's window read and
+the reference, readying the device (CuPy, the CUDA context), submitting, each task's window read and
 GPU upload (``upload``; ``fill`` is the part spent reading the file into the
 pinned buffers), its kernels, locating and sorting its hits, and the client's
 merge and write. Prints per thread the seconds in each stage and the span
@@ -57,16 +57,14 @@ def wrap(owner, name: str, label: str) -> None:
 
 
 def instrument() -> None:
-    """Wrap the stages. Functions that tasks find as module globals at call time: Dask pickles the task
-    function itself, so ``run_task`` stays as it is."""
-    import seqsift.cluster as cluster
+    """Wrap the stages: functions that the job finds as module globals at call time."""
     import seqsift.searching as searching
     from seqsift.kernels import cuda as kernels_cuda
     from seqsift.runtime import run, windows
     from seqsift.searching import merge, output, task
 
     for owner, name, label in [
-            (searching, "open_reference", "open"), (cluster, "in_process_cluster", "cluster start"),
+            (searching, "open_reference", "open"), (kernels_cuda, "prepare_device", "prepare device"),
             (run, "submit_tasks", "submit"), (task, "_search_chunks", "task"), (task, "read_chunk", "read window"),
             (task, "read_packed", "read packed window"),
             (kernels_cuda, "upload_and_encode", "upload"), (task.kernels, "find_ends", "kernel"),

@@ -76,3 +76,38 @@ def test_gpu_worker_window_stays_on_the_device(tmp_path, monkeypatch):
     monkeypatch.setattr(windows, "_read_raw", lambda *args: pytest.fail("read again"))
     again = windows.read_chunk(reference, chunk, need_raw=True, on_device=True)
     assert again.device.data.ptr == first.device.data.ptr
+
+
+def test_a_one_gpu_command_runs_on_task_threads_without_dask(tmp_path):
+    """The ``seqsift`` command on one GPU (this machine's, when it has one alone): search and crispr run
+    on task threads in the process (cluster.TaskThreads), with hits, and never import Dask."""
+    import os
+    import subprocess
+    import sys
+
+    from seqsift.cluster import count_gpus
+
+    if count_gpus() != 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        pytest.skip("one GPU visible is the in-process case")
+    rng = random.Random(3)
+    genome = "".join(rng.choice("ACGT") for _ in range(30_000))
+    reference = write_fasta(tmp_path / "ref.fa", [("r1", genome[:20_000]), ("r2", genome[20_000:])])
+    guide = genome[1_000:1_020]
+    (tmp_path / "guides.txt").write_text(guide + "\n")
+    checks = []
+    for argv in (["search", str(reference), str(tmp_path / "guides.txt"), "-k", "2", "--metric", "edit",
+                  "-o", str(tmp_path / "hits.tsv")],
+                 ["crispr", str(reference), str(tmp_path / "guides.txt"), "--pam", "NNN", "-k", "2",
+                  "-o", str(tmp_path / "sites.tsv")]):
+        code = ("import sys\nfrom seqsift import cli\ncode = cli.main(sys.argv[1:])\n"
+                "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))\nsys.exit(code)")
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "0"))
+        result = subprocess.run([sys.executable, "-c", code, *argv, "--backend", "cuda", "--no-progress"],
+                                capture_output=True, text=True, env=env, timeout=600)
+        assert result.returncode == 0, result.stderr
+        checks.append(result.stdout.strip().splitlines()[-1])
+    assert checks == ["[]", "[]"]
+    header, *hits = (tmp_path / "hits.tsv").read_text().splitlines()
+    start = header.split("\t").index("start")
+    assert any(line.split("\t")[start] == "1000" for line in hits), hits[:3]  # the guide's own place, 0-based
+    assert len((tmp_path / "sites.tsv").read_text().splitlines()) > 1

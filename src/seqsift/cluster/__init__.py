@@ -5,13 +5,16 @@ search jobs (DESIGN.md, "cluster").
 
 * GPUs visible and ``backend="cuda"``: a ``dask_cuda.LocalCUDACluster`` with
   one worker per GPU (``gpus`` picks which), two task threads each. When the
-  job's one GPU is the only one visible, :func:`connect` runs that worker in
-  this process instead (:func:`in_process_gpu_cluster`): measured on CPU, a
-  worker process costs 1.3 s to start, 0.8 s to stop and its first task
-  loads seqsift again (2.6 s per job in all), the in-process worker 0.08 s
-  (benchmarks/README.md, "The local cluster"). The worker's chunk cache then
-  lives in this process, so a second search from Python finds the genome
-  still on the GPU. ``SEQSIFT_GPU_WORKER_PROCESS=1`` restores the process.
+  job's one GPU is the only one visible, :func:`connect` runs its two task
+  threads in this process instead, without Dask (:class:`threads.TaskThreads`;
+  with ``dashboard=True``, Dask's in-process cluster, whose dashboard shows
+  them): measured on CPU, a worker process costs 1.3 s to start, 0.8 s to
+  stop and its first task loads seqsift again (2.6 s per job in all)
+  (benchmarks/README.md, "The local cluster"), and on the H100 host
+  distributed's import and scheduler cost a command 1-2 s more (threads.py).
+  The chunk cache then lives in this process, so a second search from
+  Python finds the genome still on the GPU. ``SEQSIFT_GPU_WORKER_PROCESS=1``
+  restores the process.
 * otherwise a ``distributed.LocalCluster`` of CPU worker processes, one thread
   each; the cores are shared among the workers' Numba thread pools
   (``SEQSIFT_NUMBA_THREADS`` in each worker's environment, applied by the
@@ -42,11 +45,11 @@ Local clusters are private to the user who starts them:
   took the GIL from the task threads every few milliseconds, and nobody
   looks at their numbers without a dashboard.
 
-Dask and distributed are imported when a cluster is needed, not with this
-module: ``seqsift --help`` or a job whose arguments are wrong never loads them.
-A one-GPU job's in-process cluster starts while the job reads its reference
-(:class:`Connection`), so a job that fails on its reference or patterns there
-has started it, and shuts it down.
+Dask and distributed are imported when a Dask cluster is needed, not with
+this module: ``seqsift --help``, a job whose arguments are wrong and a job on
+task threads never load them. A one-GPU job's task threads start while the job
+reads its reference (:class:`Connection`), so a job that fails on its
+reference or patterns there has started them, and shuts them down.
 """
 from __future__ import annotations
 
@@ -58,7 +61,9 @@ import signal
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+
+from .threads import TaskThreads
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
@@ -106,13 +111,18 @@ def cpu_cores() -> int:
 @contextmanager
 def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[int] | None = None,
             scheduler: str | None = None, scheduler_file: str | None = None,
-            dashboard: bool = False) -> Iterator[Client]:
-    """A client for the job's duration; a local cluster is shut down afterwards."""
-    from distributed import Client
-
+            dashboard: bool = False) -> Iterator[Client | TaskThreads]:
+    """A client for the job's duration (Dask's, or :class:`TaskThreads` for one GPU in this process);
+    a local cluster is shut down afterwards."""
     if _kept is not None and _kept.backend == backend and not (scheduler or scheduler_file or workers or gpus):
         yield _kept.client  # seqsift serve's cluster: it outlives the job
         return
+    if backend == "cuda" and gpu_worker_in_process(gpus) and not dashboard:
+        with task_threads(2) as threads:
+            yield threads
+        return
+    from distributed import Client
+
     if scheduler or scheduler_file:
         client = Client(scheduler_file=scheduler_file) if scheduler_file else Client(scheduler)
         try:
@@ -139,6 +149,29 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
     finally:
         with _interrupts_deferred():  # a second Ctrl-C must not leave the cluster half closed
             close_cluster(cluster, interrupted)
+
+
+@contextmanager
+def task_threads(threads: int) -> Iterator[TaskThreads]:
+    """:class:`TaskThreads` for the block; after Ctrl-C they are left to end on their own (close_cluster)."""
+    pool = TaskThreads(threads)
+    interrupted = False
+    try:
+        yield pool
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        pool.close(wait=not interrupted)
+
+
+def as_completed(client, futures: Iterable):
+    """``futures`` of ``client`` (Dask's, or TaskThreads') as they finish."""
+    if isinstance(client, TaskThreads):
+        from concurrent.futures import as_completed as finished
+    else:
+        from distributed import as_completed as finished
+    return finished(futures)
 
 
 def close_cluster(cluster, interrupted: bool = False) -> None:
@@ -364,7 +397,8 @@ def gpu_worker_in_process(gpus: Sequence[int] | None) -> bool:
 
 
 def in_process_gpu_cluster(*, dashboard: bool = False) -> LocalCluster:
-    """One worker with two task threads in this process, for this process's one GPU.
+    """One worker with two task threads in this process, for this process's one GPU, when a dashboard
+    is asked for (else :class:`TaskThreads`, without Dask).
 
     A worker that dies here takes the client with it, so there is no Dask
     retry on a lost worker: on one GPU there was no other worker to retry on.
@@ -393,5 +427,7 @@ def in_process_cluster(threads: int, *, dashboard: bool = False) -> LocalCluster
                             silence_logs=logging.CRITICAL, **_http_options(dashboard))
 
 
-def worker_count(client: Client) -> int:
+def worker_count(client: Client | TaskThreads) -> int:
+    if isinstance(client, TaskThreads):
+        return 1
     return max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))

@@ -93,7 +93,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     formats = None if output_format == "cas-offinder" else CrisprJob.formats
     with JobRun(output, formats=formats, inputs=inputs, client=job_client, resume=resume,
                 wait_for_lock=wait_for_lock, side_outputs={"summary": summary}) as run:
-        job_client.start_ahead(backend)
+        job_client.start_ahead(backend, prepare=_prepare_device)  # one GPU: readied while the inputs are read
         files = reference_files(str(reference), origin) if os.path.isdir(str(reference)) else [reference]
         references = tuple(open_reference(path) for path in files)
         for opened in references:
@@ -118,6 +118,13 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
             job = dataclasses.replace(job, small=job.small_enough())
         return run.run(job, layout={"chunk_size": chunk_size, "guide_batch_size": guide_batch_size},
                        progress=progress)
+
+
+def _prepare_device() -> None:
+    """CuPy, the CUDA context, the staging buffers and the encoding kernel (kernels.cuda.prepare_device)."""
+    from ..kernels.cuda import prepare_device
+
+    prepare_device()
 
 
 SPACER_LENGTHS = range(17, 25)

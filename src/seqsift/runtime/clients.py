@@ -5,13 +5,15 @@ module is the job's side of it: which backend (:func:`resolve_backend`), and
 :class:`JobClient`, the client for one job's duration.
 
 * a given ``client`` is used as it is, and left running;
-* a one-GPU job whose cluster lives in this process (no scheduler, one GPU)
-  starts it at once, on a thread of its own, while the job reads its inputs
-  (``cluster.Connection(ahead=True)``); ``prepare`` runs there once it is up
-  (search: the device and the locating kernels, while a first run reads);
+* a one-GPU job whose tasks run in this process (no scheduler, one GPU: two
+  task threads, ``cluster.TaskThreads``) starts them at once, on a thread of
+  its own, while the job reads its inputs (``cluster.Connection(ahead=True)``);
+  ``prepare`` runs there once they are up (the device, and for search the
+  locating kernels, while the job reads);
 * a CPU job that asks for ``threads_in_process`` (crispr: Numba kernels that
   release the GIL, small jobs for which worker processes would start slower
-  than the job runs) gets task threads in this process;
+  than the job runs) gets task threads in this process (``TaskThreads``; Dask's
+  in-process cluster when a dashboard is asked for);
 * otherwise ``cluster.connect`` (worker processes, or a running scheduler).
 
 Once the job's work is done, an error while its own cluster shuts down (or
@@ -24,7 +26,7 @@ from contextlib import contextmanager
 from typing import Callable
 
 from .. import cluster, kernels
-from ..cluster import Connection, count_gpus, cpu_cores, in_process_cluster, starts_in_process
+from ..cluster import Connection, count_gpus, cpu_cores, in_process_cluster, starts_in_process, task_threads
 from ..errors import InputError, note
 
 CLUSTER_OPTIONS = ("workers", "gpus", "scheduler", "scheduler_file", "dashboard")
@@ -133,7 +135,11 @@ class JobClient:
 
 @contextmanager
 def _threads_here(threads: int, dashboard: bool):
-    """Task threads in this process: one worker of ``threads`` threads (cluster.in_process_cluster)."""
+    """Task threads in this process (cluster.task_threads; with a dashboard, cluster.in_process_cluster)."""
+    if not dashboard:
+        with task_threads(threads) as pool:
+            yield pool
+        return
     from distributed import Client
 
     threads_cluster = in_process_cluster(threads, dashboard=dashboard)

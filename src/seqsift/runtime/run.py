@@ -22,9 +22,10 @@ In order:
    store beside it (``store.TaskStore``) keeps every finished task for
    ``--resume``; tasks it already holds are not run again;
 6. **tasks**: every unit x batch is submitted at once (the job itself goes
-   to the workers once, ``shared.on_workers``; Dask retries a task that
-   raised twice and reruns one whose worker died); results come back with
-   ``as_completed`` in any order; a unit's results go to the job's collector
+   to the workers once, ``shared.on_workers``; on a Dask cluster, Dask
+   retries a task that raised twice and reruns one whose worker died; task
+   threads in this process, ``cluster.TaskThreads``, do neither); results
+   come back with ``cluster.as_completed`` in any order; a unit's results go to the job's collector
    when all its batches are in (for ordered jobs, and all units before it);
    tasks that finish early wait in memory up to ``spill_rows`` rows, past
    that on disk (the store's files, or a private temporary folder), so the
@@ -45,6 +46,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from ..cluster import as_completed
 from ..errors import InputError, note
 from . import stages
 from .job import Job, Plan
@@ -246,11 +248,9 @@ def run_tasks(job: Job, plan: Plan, client, writer, *, store=None, progress: boo
         for unit in units:  # a resumed job's units that were saved whole
             if unfinished[unit.index] == 0 and (not plan.ordered or unit.index == next_unit):
                 unit_done(unit)
-        # Results are fetched one at a time (not with_results=True, which would pull
+        # Results are fetched one at a time (not Dask's with_results=True, which would pull
         # every finished result into this process ahead of the writer).
-        from distributed import as_completed
-
-        for future in as_completed(futures):
+        for future in as_completed(client, futures):
             rows = future.result()
             unit, batch_index = futures.pop(future)
             bar.advance(plan.weights[unit.index] * share)

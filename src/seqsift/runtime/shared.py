@@ -5,7 +5,9 @@ cannot rebuild: if the worker holding it dies (the only worker of a one-GPU
 machine, say), every task that needs it fails. :func:`on_workers` instead
 makes the value the result of a trivial task, which Dask recomputes
 elsewhere when its worker is lost; the value travels in that task once and
-from worker to worker as tasks need it.
+from worker to worker as tasks need it. On task threads in this process
+(``cluster.TaskThreads``) that task ends at once and the tasks are handed
+the value itself.
 """
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ window still returns that window whole.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -40,12 +41,13 @@ def chunk_cache_budget() -> int:
     """
     if "SEQSIFT_CHUNK_CACHE_BYTES" in os.environ:
         return int(os.environ["SEQSIFT_CHUNK_CACHE_BYTES"])
-    try:
-        from distributed import get_worker
-
-        limit = get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
-        limit = None
+    limit = None
+    distributed = sys.modules.get("distributed")  # loaded in every Dask worker; task threads never load it
+    if distributed is not None:
+        try:
+            limit = distributed.get_worker().memory_manager.memory_limit
+        except (ValueError, AttributeError):  # not in a worker
+            pass
     return min(4 << 30, limit // 4) if limit else 1 << 30
 
 

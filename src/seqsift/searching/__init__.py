@@ -74,7 +74,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
                            dashboard=dashboard)
     with JobRun(output, formats=SearchJob.formats, inputs={"reference": reference, "pattern file": patterns},
                 client=job_client, resume=resume, wait_for_lock=wait_for_lock) as run:
-        # A one-GPU cluster in this process starts (and readies the device) while the reference is read.
+        # One GPU: the task threads start, and the device is readied, while the reference is read.
         reading = threading.Event()  # set once the reference is open and the patterns read
         job_client.start_ahead(backend, prepare=partial(_prepare_worker, metric, mode, reading))
         try:
@@ -88,13 +88,10 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
 
 
 def _prepare_worker(metric: str, mode: str, reading: threading.Event) -> None:
-    """On the thread that starts a job's in-process GPU cluster, once it is up, if the job is still
-    reading its reference (a first run indexes and caches it; gzip is inflated): what the job's first
-    task would do before its first kernel (kernels.cuda.prepare_device) and the loading of the Numba
-    kernels that locate its hits (task.warm_up_locate), done while the reading goes on.
-
-    A job whose reference was open at once (a second run) leaves both to its tasks: done here, they
-    only moved from the tasks' threads to this one (no faster on the H100 host, benchmarks/README.md).
+    """On the thread that starts a one-GPU job's task threads (at once: they need no Dask), while the
+    job still reads its inputs: what the job's first task would do before its first kernel
+    (kernels.cuda.prepare_device: CuPy, the CUDA context, the staging buffers, the encoding kernel)
+    and the loading of the Numba kernels that locate its hits (task.warm_up_locate).
     """
     if reading.is_set():
         return
