@@ -24,6 +24,7 @@ from seqsift.runtime import stages, windows
 from seqsift.runtime.columns import string_column, text_dtype
 from seqsift.runtime.windows import read_chunk
 from seqsift.searching.job import SearchJob
+from seqsift.searching.merge import sort_rows
 from seqsift.searching.output import HitWriter
 from seqsift.searching.task import run_task
 from seqsift.io.reference import open_reference
@@ -236,20 +237,19 @@ def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
 @pytest.mark.parametrize("metric", ["hamming", "edit"])
 def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     """After the background warm-up, locating a GPU-searched chunk's hits (read-only raw
-    bytes through the code table) needs no further Numba version."""
-    import threading
-
+    bytes through the code table) and sorting a task's rows need no further Numba version."""
     from seqsift.kernels import align_cpu
+    from seqsift.runtime import order
     from seqsift.searching import task
 
-    task._warmed_up.discard(metric)
+    task._warm_ups.pop(metric, None)
     task.warm_up_locate(metric)
-    for thread in threading.enumerate():
-        if thread.name == "seqsift-warm-up-locate":
-            thread.join()
+    task._warmed_up(metric)
     ops = align_cpu.hamming_ops if metric == "hamming" else align_cpu.edit_ops
-    loaded = {name: len(f.signatures) for name, f in (("ops", ops), ("cigar", align_cpu.cigar_bytes),
-                                                      ("copy", align_cpu._copy_spans))}
+    kernels_used = (("ops", ops), ("cigar", align_cpu.cigar_bytes), ("copy", align_cpu._copy_spans),
+                    ("merge", order._merge_runs))
+    loaded = {name: len(f.signatures) for name, f in kernels_used}
+    assert all(loaded.values()), loaded
     rng = random.Random(8)
     text = _random_dna(rng, 2000)
     reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
@@ -260,8 +260,11 @@ def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     starts, _ = locate_packed(metric, raw, batch, np.array([0], np.int32), np.array([120]),
                               distance.astype(np.int16), code_of=TEXT_CODE_ARRAY)
     gather_spans(raw, starts, np.array([120]))
-    assert {name: len(f.signatures) for name, f in (("ops", ops), ("cigar", align_cpu.cigar_bytes),
-                                                    ("copy", align_cpu._copy_spans))} == loaded
+    rows = pd.DataFrame({"record": np.array([0, 0, 1, 0], np.int32), "start": np.array([5, 9, 1, 2], np.int64),
+                         "pattern": np.zeros(4, np.int32), "strand": np.zeros(4, np.int8),
+                         "end": np.array([25, 29, 21, 22], np.int64), "distance": np.zeros(4, np.int16)})
+    assert sort_rows(rows, True)["start"].tolist() == [2, 5, 9, 1]  # two sorted runs, merged
+    assert {name: len(f.signatures) for name, f in kernels_used} == loaded
 
 
 def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):

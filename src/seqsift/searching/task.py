@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import kernels
+from .. import kernels, numba_ahead
 from ..alphabet import TEXT_CODE_ARRAY
 from ..kernels import EndHits
 from ..kernels.cuda import task_stream
@@ -46,39 +46,83 @@ def searches_on_device(job: SearchJob) -> bool:
             and "cuda" in kernels.ALGORITHMS[job.algorithm].backends)
 
 
-_warmed_up: set[str] = set()
+_warm_ups: dict[str, threading.Event] = {}  # metric -> set once its locating kernels are loaded here
 _warm_up_lock = threading.Lock()
+_ALIGN = "seqsift.kernels.align_cpu"
+
+
+def locate_warm_ups(metric: str) -> list[numba_ahead.WarmUp]:
+    """What a GPU-searched chunk's hits need of Numba (numba_ahead.WarmUp): locating them, their
+    aligned text, and sorting their rows; each a child process of its own on a fresh machine."""
+    ops = f"{_ALIGN}:{'hamming_ops' if metric == 'hamming' else 'edit_ops'}"
+    return [numba_ahead.WarmUp(f"{__name__}:locate_once", (ops, f"{_ALIGN}:cigar_bytes", f"{_ALIGN}:_copy_spans"),
+                               metric),
+            numba_ahead.WarmUp(f"{__name__}:gather_once", (f"{_ALIGN}:_copy_spans",)),
+            numba_ahead.WarmUp(f"{__name__}:sort_once", ("seqsift.runtime.order:_merge_runs",))]
+
+
+def _warm_up_text() -> np.ndarray:
+    """Read-only raw bytes, as a GPU task's window holds them (Numba keeps one version per argument type)."""
+    raw = np.frombuffer(b"ACGTACGT", np.uint8)
+    assert not raw.flags.writeable
+    return raw
+
+
+def locate_once(metric: str) -> None:
+    from ..pattern_set import PatternSet
+
+    batch = PatternSet(("warm-up",), ("ACGT",)).oriented(range(1), (0,))
+    zero = np.zeros(1, np.int64)
+    kernels.locate_packed(metric, _warm_up_text(), batch, zero.astype(np.int32), zero + 4, zero.astype(np.int16),
+                          code_of=TEXT_CODE_ARRAY)
+
+
+def gather_once() -> None:
+    zero = np.zeros(1, np.int64)
+    kernels.gather_spans(_warm_up_text(), zero, zero + 4)
+
+
+def sort_once() -> None:
+    """Rows in two sorted runs, as a task's frames are, merged (runtime.order._merge_runs)."""
+    sort_rows(pd.DataFrame({"record": np.array([0, 1, 0, 1], np.int32), "end": np.array([5, 2, 4, 9], np.int64),
+                            "pattern": np.zeros(4, np.int32), "strand": np.zeros(4, np.int8),
+                            "start": np.array([1, 0, 1, 5], np.int64)}), True)
 
 
 def warm_up_locate(metric: str) -> None:
-    """Load the kernels that locate a GPU-searched chunk's hits, in a background thread, once per process.
+    """Load the kernels that locate and sort a GPU-searched chunk's hits, in a background thread, once
+    per process; a task waits for it before its first locate (:func:`_warmed_up`).
 
     Numba loads compiled kernels from its disk cache on their first call: in
     a fresh CLI process that took about a second of the first task that had
-    hits (H100 host, benchmarks/README.md). Started with the first task, the
-    loading overlaps that task's upload and search (started only once the
-    window was on the device, a Hamming job's first locates waited for it:
-    7.2 s instead of 6.9 s for 1,000 guides over 3.1 Gbp). A job that reads
-    its reference first starts it then (searching._prepare_worker). The text is
-    read-only raw bytes as in the real calls, since Numba loads one version
-    per argument type.
+    hits (H100 host, benchmarks/README.md), and on a fresh machine, with no
+    cache, it compiles them first (numba_ahead: in parallel child processes).
+    A one-GPU job starts this while it reads its inputs
+    (searching._prepare_worker); a task starts it otherwise, where it
+    overlaps the task's upload and search.
     """
     with _warm_up_lock:
-        if metric in _warmed_up:
+        if metric in _warm_ups:
             return
-        _warmed_up.add(metric)
+        done = _warm_ups[metric] = threading.Event()
 
     def load() -> None:
-        from ..pattern_set import PatternSet
-
-        raw = np.frombuffer(b"ACGTACGT", np.uint8)
-        batch = PatternSet(("warm-up",), ("ACGT",)).oriented(range(1), (0,))
-        zero = np.zeros(1, np.int64)
-        kernels.locate_packed(metric, raw, batch, zero.astype(np.int32), zero + 4, zero.astype(np.int16),
-                              code_of=TEXT_CODE_ARRAY)
-        kernels.gather_spans(raw, zero, zero + 4)
+        try:
+            numba_ahead.load(locate_warm_ups(metric))
+        except Exception:  # noqa: BLE001 (the task compiles what is missing, and meets the error there)
+            pass
+        finally:
+            done.set()
 
     threading.Thread(target=load, name="seqsift-warm-up-locate", daemon=True).start()
+
+
+def _warmed_up(metric: str) -> None:
+    """Wait for a warm-up under way (a task compiling the same kernels meanwhile would hold the GIL
+    for seconds beside it, for nothing)."""
+    done = _warm_ups.get(metric)
+    if done is not None:
+        done.wait()
 
 
 def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.DataFrame:
@@ -179,6 +223,7 @@ def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text: np.
         columns["last_end"] = last_end + raw_shift - record_raw_start
     raw_end = end + raw_shift
     if job.reports_start:
+        _warmed_up(job.metric)
         # On the raw bytes (or host codes of the same coordinates) through the code table where they are raw.
         code_of = TEXT_CODE_ARRAY if locate_text is raw and job.alphabet == "dna" else None
         start, (cigar_offsets, cigar_data) = kernels.locate_packed(job.metric, locate_text, batch, row, raw_end,
