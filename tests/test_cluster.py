@@ -203,14 +203,16 @@ def test_a_cluster_started_ahead_runs_the_job_it_was_started_for(tmp_path, monke
 
 @pytest.mark.parametrize("fails", [False, True])
 def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(monkeypatch, fails):
-    """``prepare`` runs on the start thread after the cluster is up, before the job gets its client;
-    what it raises is dropped (the job meets the same error itself)."""
+    """``prepare`` runs on the start thread after the cluster is up, and the job gets its client
+    without waiting for it (here prepare waits for the job to hold the client); what it raises is
+    dropped (the job meets the same error itself)."""
     import contextlib
     import threading
 
     import seqsift.cluster as cluster_module
 
     events = []
+    job_has_client, prepared = threading.Event(), threading.Event()
 
     @contextlib.contextmanager
     def fake_connect(backend, **options):
@@ -219,7 +221,9 @@ def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(mo
         events.append(("down", threading.current_thread().name))
 
     def prepare():
+        assert job_has_client.wait(60)
         events.append(("prepare", threading.current_thread().name))
+        prepared.set()
         if fails:
             raise RuntimeError("no device")
 
@@ -227,6 +231,8 @@ def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(mo
     connection = cluster_module.Connection("cuda", ahead=True, prepare=prepare)
     with connection as client:
         assert client == "the client"
+        job_has_client.set()
+        assert prepared.wait(60)
         assert events == [("up", "seqsift-cluster-start"), ("prepare", "seqsift-cluster-start")]
     assert events[-1] == ("down", threading.current_thread().name)
 

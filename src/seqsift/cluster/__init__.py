@@ -205,9 +205,10 @@ class Connection:
 
     ``prepare``, with ``ahead``: a function the start thread calls once the
     cluster is up, for the caller's own work that can be done ahead (the
-    cluster is in this process, so this process is its worker's). What it
-    raises is dropped: it may only do early what the job does anyway, and the
-    job meets the same error where it can report it.
+    cluster is in this process, so this process is its worker's); the job
+    gets its client meanwhile, without waiting for it. What it raises is
+    dropped: it may only do early what the job does anyway, and the job
+    meets the same error where it can report it.
     """
 
     def __init__(self, backend: str, *, ahead: bool = False, prepare: Callable[[], None] | None = None,
@@ -218,6 +219,7 @@ class Connection:
         self._client = self._error = None
         self._thread = None
         self._prepare = prepare
+        self._up = threading.Event()  # set once the client is made (or failed)
         if ahead:
             self._thread = threading.Thread(target=self._start, name="seqsift-cluster-start", daemon=True)
             self._thread.start()
@@ -228,6 +230,8 @@ class Connection:
         except BaseException as err:  # raised in the job's thread when it asks for the client
             self._error = err
             return
+        finally:
+            self._up.set()
         if self._prepare is not None:
             try:
                 self._prepare()
@@ -238,7 +242,7 @@ class Connection:
         self._entered = True
         if self._thread is None:
             return self._context.__enter__()
-        self._thread.join()
+        self._up.wait()
         if self._error is not None:
             raise self._error
         return self._client

@@ -214,10 +214,17 @@ def run_tasks(job: Job, plan: Plan, client, writer, *, store=None, progress: boo
     meanwhile), and tasks it already holds (a resumed job) are not run.
     """
     units, batches = plan.units, plan.batches
-    collector = job.collector(plan, spill_rows)
-    early = EarlyTasks(spill_rows, store)
     planned = {(unit.index, b) for unit in units for b in range(len(batches))}
     saved = store.saved() & planned if store is not None else set()
+    # Submitted first: the tasks start while the collector is made (its imports, on a first job).
+    futures = submit_tasks(client, job, plan, saved)
+    try:
+        collector = job.collector(plan, spill_rows)
+        early = EarlyTasks(spill_rows, store)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
     unfinished = {unit.index: len(batches) for unit in units}
     for unit_index, _ in saved:
         unfinished[unit_index] -= 1
@@ -238,7 +245,6 @@ def run_tasks(job: Job, plan: Plan, client, writer, *, store=None, progress: boo
             deliver(units[next_unit])
             next_unit += 1
 
-    futures = submit_tasks(client, job, plan, saved)
     # A unit is counted once: each task covers its weight for one of the batches.
     share = 1 / len(batches)
     bar = open_progress(progress and bool(futures), sum(plan.weights), unit=plan.unit_name, label=plan.label,
