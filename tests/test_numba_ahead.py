@@ -24,7 +24,7 @@ LOAD_AND_COUNT = """
     from seqsift import numba_ahead
     from seqsift.kernels import align_cpu
     from seqsift.runtime import order
-    from seqsift.searching.task import locate_warm_ups
+    from seqsift.searching.warm_up import locate_warm_ups
 
     warm_ups = locate_warm_ups("edit")
     cached_before = [w.cached() for w in warm_ups]
@@ -83,3 +83,12 @@ def test_a_warm_up_whose_child_fails_is_compiled_here(tmp_path, monkeypatch):
 
 def test_a_kernel_name_numba_cannot_tell_about_counts_as_cached():
     assert WarmUp("seqsift.searching.task:gather_once", ("seqsift.searching.task:gather_once",)).cached()
+
+
+def test_the_warm_up_children_import_no_pandas():
+    """A child of numba_ahead imports only the warm-up module (its import is part of its time)."""
+    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.searching.warm_up\n"
+                             "print(sorted(m for m in ('pandas', 'pyarrow', 'cupy', 'distributed') if m in sys.modules))"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

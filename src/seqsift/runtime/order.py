@@ -15,9 +15,13 @@ columns, lexicographically, stably:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from numba import njit
+
+if TYPE_CHECKING:  # rows are pandas frames; this module itself needs only NumPy and Numba
+    import pandas as pd
 
 MAX_MERGED_RUNS = 64
 """Past this many sorted runs, a full sort is cheaper than merging them."""

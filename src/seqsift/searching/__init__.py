@@ -95,13 +95,13 @@ def _prepare_worker(metric: str, mode: str, reading: threading.Event) -> None:
     """
     if reading.is_set():
         return
-    from ..kernels.cuda import prepare_device
-
-    prepare_device()
-    if mode == "best":
+    if mode == "best":  # first: on a fresh machine its compiles start now, in child processes (numba_ahead)
         from .task import warm_up_locate
 
         warm_up_locate(metric)
+    from ..kernels.cuda import prepare_device
+
+    prepare_device()
 
 
 def _job_from_inputs(reference, patterns, *, k, metric, strand, mode, algorithm, backend, align, client, verbose,

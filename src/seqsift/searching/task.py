@@ -38,6 +38,7 @@ from ..runtime.columns import string_column
 from ..runtime.windows import read_chunk, read_packed
 from .job import SearchJob
 from .merge import sort_rows
+from .warm_up import locate_warm_ups
 
 
 def searches_on_device(job: SearchJob) -> bool:
@@ -48,45 +49,6 @@ def searches_on_device(job: SearchJob) -> bool:
 
 _warm_ups: dict[str, threading.Event] = {}  # metric -> set once its locating kernels are loaded here
 _warm_up_lock = threading.Lock()
-_ALIGN = "seqsift.kernels.align_cpu"
-
-
-def locate_warm_ups(metric: str) -> list[numba_ahead.WarmUp]:
-    """What a GPU-searched chunk's hits need of Numba (numba_ahead.WarmUp): locating them, their
-    aligned text, and sorting their rows; each a child process of its own on a fresh machine."""
-    ops = f"{_ALIGN}:{'hamming_ops' if metric == 'hamming' else 'edit_ops'}"
-    return [numba_ahead.WarmUp(f"{__name__}:locate_once", (ops, f"{_ALIGN}:cigar_bytes", f"{_ALIGN}:_copy_spans"),
-                               metric),
-            numba_ahead.WarmUp(f"{__name__}:gather_once", (f"{_ALIGN}:_copy_spans",)),
-            numba_ahead.WarmUp(f"{__name__}:sort_once", ("seqsift.runtime.order:_merge_runs",))]
-
-
-def _warm_up_text() -> np.ndarray:
-    """Read-only raw bytes, as a GPU task's window holds them (Numba keeps one version per argument type)."""
-    raw = np.frombuffer(b"ACGTACGT", np.uint8)
-    assert not raw.flags.writeable
-    return raw
-
-
-def locate_once(metric: str) -> None:
-    from ..pattern_set import PatternSet
-
-    batch = PatternSet(("warm-up",), ("ACGT",)).oriented(range(1), (0,))
-    zero = np.zeros(1, np.int64)
-    kernels.locate_packed(metric, _warm_up_text(), batch, zero.astype(np.int32), zero + 4, zero.astype(np.int16),
-                          code_of=TEXT_CODE_ARRAY)
-
-
-def gather_once() -> None:
-    zero = np.zeros(1, np.int64)
-    kernels.gather_spans(_warm_up_text(), zero, zero + 4)
-
-
-def sort_once() -> None:
-    """Rows in two sorted runs, as a task's frames are, merged (runtime.order._merge_runs)."""
-    sort_rows(pd.DataFrame({"record": np.array([0, 1, 0, 1], np.int32), "end": np.array([5, 2, 4, 9], np.int64),
-                            "pattern": np.zeros(4, np.int32), "strand": np.zeros(4, np.int8),
-                            "start": np.array([1, 0, 1, 5], np.int64)}), True)
 
 
 def warm_up_locate(metric: str) -> None:

@@ -1,0 +1,64 @@
+"""The Numba kernels a GPU search's host side calls, called once with the job's argument types.
+
+A GPU-searched chunk's hits are located on the host (kernels.align_cpu:
+starts, CIGARs, aligned text) and its rows sorted (runtime.order). Numba
+keeps one compiled version per argument type, so each function here calls
+a kernel as a task does: on read-only raw bytes through the code table, as
+a task's window holds them. ``task.warm_up_locate`` makes these calls ahead
+of the first task's hits, through ``numba_ahead`` (on an empty cache,
+compiled in child processes, which import this module: it imports no more
+than the kernels need, no pandas).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels
+from ..alphabet import TEXT_CODE_ARRAY
+from ..numba_ahead import WarmUp
+from ..runtime.order import sort_order
+
+_ALIGN = "seqsift.kernels.align_cpu"
+
+
+def locate_warm_ups(metric: str) -> list[WarmUp]:
+    """What a GPU-searched chunk's hits need of Numba, each its own child process on a fresh machine:
+    the metric's locating kernel, the CIGAR and span kernels, and the merge of sorted runs."""
+    ops = f"{_ALIGN}:{'hamming_ops' if metric == 'hamming' else 'edit_ops'}"
+    return [WarmUp(f"{__name__}:locate_once", (ops,), metric),
+            WarmUp(f"{__name__}:spans_once", (f"{_ALIGN}:cigar_bytes", f"{_ALIGN}:_copy_spans")),
+            WarmUp(f"{__name__}:merge_once", ("seqsift.runtime.order:_merge_runs",))]
+
+
+def _raw_text() -> np.ndarray:
+    raw = np.frombuffer(b"ACGTACGT", np.uint8)  # read-only, as a task's window
+    assert not raw.flags.writeable
+    return raw
+
+
+def locate_once(metric: str) -> None:
+    """The metric's locating kernel alone (align_cpu.locate_ops, as kernels.locate_packed calls it)."""
+    from ..kernels import align_cpu
+    from ..pattern_set import PatternSet
+
+    batch = PatternSet(("warm-up",), ("ACGT",)).oriented(range(1), (0,))
+    zero = np.zeros(1, np.int64)
+    align_cpu.locate_ops(metric, _raw_text(), batch.masks, batch.lengths, zero, zero + 4, zero,
+                         code_of=TEXT_CODE_ARRAY, lowest=zero)
+
+
+def spans_once() -> None:
+    """A located hit's CIGAR text and its aligned text (align_cpu.cigar_bytes and _copy_spans, on the
+    arrays locate_ops returns and on the raw bytes)."""
+    from ..kernels import align_cpu
+
+    one = np.ones(1, np.int64)
+    align_cpu.cigar_buffer(np.zeros(4, np.uint8), one - 1, one * 4)
+    kernels.gather_spans(_raw_text(), one - 1, one * 4)
+
+
+def merge_once() -> None:
+    """Rows in two sorted runs, as a task's frames are, merged (runtime.order._merge_runs)."""
+    columns = [np.array([0, 1, 0, 1], np.int32), np.array([1, 0, 1, 5], np.int64), np.zeros(4, np.int32),
+               np.zeros(4, np.int8), np.array([5, 2, 4, 9], np.int64)]
+    assert sort_order(columns) is not None
