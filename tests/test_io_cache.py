@@ -233,3 +233,24 @@ def test_cache_write_failure_costs_only_the_cache(tmp_path, private_cache, monke
     assert [ref.read(i, 0, len(s)) for i, (_, s) in enumerate(records)] == [s.encode() for _, s in records]
     assert "No space left on device" in capsys.readouterr().err
     assert not [p for p in (private_cache / "reference").iterdir() if ".genome" in p.name and not p.name.endswith(".lock")]
+
+
+def test_a_file_range_reader_fills_buffers_in_pieces_as_one_read(tmp_path, monkeypatch):
+    """FileRange.reader reads a buffer in READ_PIECE pieces on several threads: every size (below one
+    piece, pieces and a part, up to the range's end) equals the file's bytes; past the file's end, EOFError."""
+    import numpy as np
+
+    from seqsift.io import genome_cache
+
+    monkeypatch.setattr(genome_cache, "READ_PIECE", 1000)
+    data = np.random.default_rng(2).integers(0, 256, 25_000, dtype=np.uint8)
+    path = tmp_path / "window.bin"
+    path.write_bytes(b"head" + data.tobytes())
+    window = genome_cache.FileRange(str(path), 4, data.size)
+    with window.reader() as fill:
+        for first, size in ((0, 999), (0, 1000), (17, 3500), (5_000, 20_000), (24_000, 1_000)):
+            buffer = np.zeros(size, np.uint8)
+            fill(buffer, first)
+            assert np.array_equal(buffer, data[first:first + size]), (first, size)
+        with pytest.raises(EOFError):
+            fill(np.zeros(2_500, np.uint8), 23_000)
