@@ -223,7 +223,8 @@ def run_cli(argv: list[str], env: dict) -> dict:
     child = json.loads(stages_file.read_text())
     # Interpreter start + imports before the CLI's main, and what follows it (teardown, exit).
     return {"wall_s": wall, "stages": child["stages"], "cli_main_s": child["cli_main_s"],
-            "startup_s": child["main_began"] - launched, "exit_s": ended - child["main_ended"]}
+            "startup_s": child["main_began"] - launched, "exit_s": ended - child["main_ended"],
+            "first_kernel_s": child["first_kernel_end"] and child["first_kernel_end"] - launched}
 
 
 def as_cli(argv: list[str]) -> int:
@@ -243,7 +244,7 @@ def as_cli(argv: list[str]) -> int:
     taken = stages.take()
     Path(os.environ["SEQSIFT_BENCH_STAGES"]).write_text(json.dumps(
         {"stages": {s: taken.get(s, 0.0) for s in (*STAGES, "kernel_calls")}, "cli_main_s": in_process,
-         "main_began": main_began, "main_ended": time.time()}))
+         "main_began": main_began, "main_ended": time.time(), "first_kernel_end": stages.first_kernel_end()}))
     return code
 
 

@@ -92,7 +92,7 @@ def job_record(name: str, workload: str, result: dict, backend: str) -> dict:
             "stage_timed_wall_s": result["wall_s"] if "stages" in result else None,
             "roof_fraction": None, "paper_value": None, "time_s": wall,
             "stages_s": {s: stages.get(s, 0.0) for s in STAGES}, "kernel_calls": int(stages.get("kernel_calls", 0)),
-            "startup_s": result.get("startup_s"), "backend": backend}
+            "startup_s": result.get("startup_s"), "first_kernel_s": result.get("first_kernel_s"), "backend": backend}
 
 
 def served(genome: Path, work: Path, env: dict, backend: str) -> dict[str, float]:
@@ -166,7 +166,8 @@ def main() -> None:
             records.append(job_record(f"{label}-{name}-first", workload.replace("second", "first"), first,
                                       args.backend))
             print(f"{label}-{name}: first {first['wall_s']:.2f} s, second {second['wall_s']:.2f} s "
-                  f"(plain {second['plain_wall_s']:.2f} s), "
+                  f"(plain {second['plain_wall_s']:.2f} s; first kernel ended at "
+                  f"{second['first_kernel_s'] or 0:.2f} s), "
                   f"{int(second['stages'].get('kernel_calls', 0))} kernel calls", flush=True)
         if shape == "hg38":
             for name, wall in served(genome, work, env, args.backend).items():

@@ -87,8 +87,8 @@ def test_a_kernel_name_numba_cannot_tell_about_counts_as_cached():
 
 def test_the_warm_up_children_import_no_pandas():
     """A child of numba_ahead imports only the warm-up module (its import is part of its time)."""
-    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.searching.warm_up\n"
-                             "print(sorted(m for m in ('pandas', 'pyarrow', 'cupy', 'distributed') if m in sys.modules))"],
+    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.searching.warm_up\nprint(sorted(m for m in "
+                             "('pandas', 'pyarrow', 'cupy', 'distributed') if m in sys.modules))"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

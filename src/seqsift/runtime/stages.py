@@ -35,10 +35,11 @@ _OFF = nullcontext()
 
 def enable(on: bool = True) -> None:
     """Start (or stop) adding stage seconds in this process; the sums start from zero."""
-    global _enabled
+    global _enabled, _first_kernel_end
     with _lock:
         _seconds.clear()
         _enabled = on
+        _first_kernel_end = None
 
 
 def enabled() -> bool:
@@ -73,8 +74,23 @@ KERNEL_CALLS = "kernel_calls"
 what the benchmarks report beside the seconds (a reference's records should not add calls: issue 27)."""
 
 
+_first_kernel_end: float | None = None
+
+
 def count_kernel_call() -> None:
-    add(KERNEL_CALLS, 1)
+    """Count a kernel call that has ended; the first one's end is kept (:func:`first_kernel_end`)."""
+    global _first_kernel_end
+    if _enabled:
+        with _lock:
+            if _first_kernel_end is None:
+                _first_kernel_end = time.time()
+        add(KERNEL_CALLS, 1)
+
+
+def first_kernel_end() -> float | None:
+    """When (``time.time()``) the first kernel call counted in this process ended, with timing on: a
+    command's time to its first kernel (issue 27), for tasks that run in the command's process."""
+    return _first_kernel_end
 
 
 @contextmanager
