@@ -1,6 +1,6 @@
 """When each thread of one seqsift command does what: a timeline of its stages, for finding the host's waits.
 
-    python benchmarks/timeline_cli.py -- search genome.fa guides.fa -k 3 --metric edit -o hits.parquet
+    python benchmarks/timeline_cli.py [--as-imported] -- search genome.fa guides.fa -k 3 --metric edit -o hits.parquet
 
 Runs ``seqsift.cli.main(argv)`` in this process with a few of seqsift's
 functions wrapped to note, per thread, when they began and ended: opening
@@ -16,8 +16,10 @@ not wait for itself, so a kernel call ends when its hits are back on the host.
 Unlike ``profile_cli.py`` (where the time goes, sampled) this says when: how
 long the first kernel waits after the process starts, and whether the GPU
 idles between kernels. The ``imports`` stage loads what the command loads
-inside ``main`` (pandas, Dask, Numba with seqsift's engine); CuPy loads in
-the first task. Tasks show only where the worker runs in this process (one
+inside ``main`` (pandas, Numba, seqsift's engine), before ``main``; with
+``--as-imported`` (first) each module is wrapped when the command itself
+imports it, so that imports fall where they do for a user and ``imports``
+is the command line's own. Tasks show only where the worker runs in this process (one
 GPU); with worker processes only the client's stages do. For finding the
 host's costs, not for reporting speed (bench_end_to_end.py).
 """
@@ -56,22 +58,66 @@ def wrap(owner, name: str, label: str) -> None:
     setattr(owner, name, noted)
 
 
-def instrument() -> None:
-    """Wrap the stages: functions that the job finds as module globals at call time."""
-    import seqsift.searching as searching
-    from seqsift.kernels import cuda as kernels_cuda
-    from seqsift.runtime import run, windows
-    from seqsift.searching import merge, output, task
+WRAPPED = [  # (module, attribute or Class.attribute, stage label)
+    ("seqsift.searching", "open_reference", "open"), ("seqsift.kernels.cuda", "prepare_device", "prepare device"),
+    ("seqsift.runtime.run", "submit_tasks", "submit"), ("seqsift.searching.task", "_search_chunks", "task"),
+    ("seqsift.searching.task", "read_chunk", "read window"), ("seqsift.searching.task", "read_packed", "read packed window"),
+    ("seqsift.kernels.cuda", "upload_and_encode", "upload"), ("seqsift.kernels", "find_ends", "kernel"),
+    ("seqsift.searching.task", "_rows", "locate"), ("seqsift.searching.task", "sort_rows", "sort"),
+    ("seqsift.searching.merge", "OrderedMerger.add_group", "merge"), ("seqsift.searching.output", "HitWriter.write", "write"),
+    ("seqsift.searching.output", "HitWriter.close", "close output"),
+    ("seqsift.crispr.task", "read_chunk", "read window"), ("seqsift.crispr.task", "read_packed", "read packed window"),
+    ("seqsift.crispr.task", "find_sites", "kernel")]
 
-    for owner, name, label in [
-            (searching, "open_reference", "open"), (kernels_cuda, "prepare_device", "prepare device"),
-            (run, "submit_tasks", "submit"), (task, "_search_chunks", "task"), (task, "read_chunk", "read window"),
-            (task, "read_packed", "read packed window"),
-            (kernels_cuda, "upload_and_encode", "upload"), (task.kernels, "find_ends", "kernel"),
-            (task, "_rows", "locate"), (task, "sort_rows", "sort"),
-            (merge.OrderedMerger, "add_group", "merge"), (output.HitWriter, "write", "write"),
-            (output.HitWriter, "close", "close output")]:
+
+def _wrap_in(module, attribute: str, label: str) -> None:
+    owner = module
+    *classes, name = attribute.split(".")
+    for part in classes:
+        owner = getattr(owner, part)
+    if hasattr(owner, name):
         wrap(owner, name, label)
+
+
+def instrument() -> None:
+    """Wrap the stages now: functions that the job finds as module globals at call time."""
+    import importlib
+
+    for module, attribute, label in WRAPPED:
+        _wrap_in(importlib.import_module(module), attribute, label)
+    _note_fills()
+
+
+class _WrapWhenImported:
+    """A meta path finder that wraps a module's stages once the command itself imports it (``--as-imported``)."""
+
+    def find_spec(self, fullname, path, target=None):
+        import importlib.util
+
+        wanted = [(attribute, label) for module, attribute, label in WRAPPED if module == fullname]
+        if not wanted:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        run_module = spec.loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            for attribute, label in wanted:
+                _wrap_in(module, attribute, label)
+            if fullname == "seqsift.kernels.cuda":
+                _note_fills()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _note_fills() -> None:
+    from seqsift.kernels import cuda as kernels_cuda
+
     unwrapped_filler = kernels_cuda._filler
 
     @contextlib.contextmanager
@@ -119,12 +165,17 @@ def report() -> None:
 
 def main() -> None:
     argv = sys.argv[1:]
+    as_imported = argv[:1] == ["--as-imported"]
+    if as_imported:
+        argv = argv[1:]
+        sys.meta_path.insert(0, _WrapWhenImported())
     if argv[:1] == ["--"]:
         argv = argv[1:]
     began = time.perf_counter()
     from seqsift import cli
 
-    instrument()
+    if not as_imported:
+        instrument()
     note("imports", began, time.perf_counter())
     began = time.perf_counter()
     code = cli.main(argv)
