@@ -240,11 +240,11 @@ def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     bytes through the code table) and sorting a task's rows need no further Numba version."""
     from seqsift.kernels import align_cpu
     from seqsift.runtime import order
-    from seqsift.searching import task
+    from seqsift.searching import warm_up
 
-    task._warm_ups.pop(metric, None)
-    task.warm_up_locate(metric)
-    task._warmed_up(metric)
+    warm_up._warm_ups.pop(metric, None)
+    warm_up.warm_up_locate(metric)
+    warm_up.warmed_up(metric)
     ops = align_cpu.hamming_ops if metric == "hamming" else align_cpu.edit_ops
     kernels_used = (("ops", ops), ("cigar", align_cpu.cigar_bytes), ("copy", align_cpu._copy_spans),
                     ("merge", order._merge_runs))

@@ -356,11 +356,11 @@ def test_prepare_device_allocates_the_staging_once_for_every_task_thread(monkeyp
 @pytest.mark.parametrize("still_reading", [True, False])
 def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, mode, still_reading):
     import seqsift.searching as engine
-    from seqsift.searching import task
+    from seqsift.searching import warm_up
 
     done = []
     monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append("device"))
-    monkeypatch.setattr(task, "warm_up_locate", lambda metric: done.append(f"locate {metric}"))
+    monkeypatch.setattr(warm_up, "warm_up_locate", lambda metric: done.append(f"locate {metric}"))
     reading = threading.Event()
     if not still_reading:
         reading.set()

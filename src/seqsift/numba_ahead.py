@@ -26,6 +26,7 @@ import importlib
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 
 
@@ -71,6 +72,23 @@ def load(warm_ups: list[WarmUp]) -> None:
         child.wait()
     for warm_up in warm_ups:
         warm_up.run()
+
+
+def load_soon(warm_ups: list[WarmUp]) -> threading.Event:
+    """:func:`load` on a daemon thread of its own; the event is set once it has ended. What it raises
+    is dropped: the job's own first calls compile what is missing, and meet the error there."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            load(warm_ups)
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="seqsift-numba-warm-up", daemon=True).start()
+    return done
 
 
 if __name__ == "__main__":  # a child of load(): one warm-up's calls, which write the cache

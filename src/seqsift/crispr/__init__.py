@@ -121,9 +121,13 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
 
 
 def _prepare_device() -> None:
-    """CuPy, the CUDA context, the staging buffers and the encoding kernel (kernels.cuda.prepare_device)."""
+    """The output sort's Numba kernel (on a thread of its own: runtime.merge_warm_up), then CuPy, the
+    CUDA context, the staging buffers and the encoding kernel (kernels.cuda.prepare_device)."""
     from ..kernels.cuda import prepare_device
+    from ..numba_ahead import load_soon
+    from ..runtime.merge_warm_up import MERGE_WARM_UP
 
+    load_soon([MERGE_WARM_UP])
     prepare_device()
 
 

@@ -91,12 +91,12 @@ def _prepare_worker(metric: str, mode: str, reading: threading.Event) -> None:
     """On the thread that starts a one-GPU job's task threads (at once: they need no Dask), while the
     job still reads its inputs: what the job's first task would do before its first kernel
     (kernels.cuda.prepare_device: CuPy, the CUDA context, the staging buffers, the encoding kernel)
-    and the loading of the Numba kernels that locate its hits (task.warm_up_locate).
+    and the loading of the Numba kernels that locate its hits (warm_up.warm_up_locate).
     """
     if reading.is_set():
         return
     if mode == "best":  # first: on a fresh machine its compiles start now, in child processes (numba_ahead)
-        from .task import warm_up_locate
+        from .warm_up import warm_up_locate
 
         warm_up_locate(metric)
     from ..kernels.cuda import prepare_device

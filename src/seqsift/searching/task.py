@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import kernels, numba_ahead
+from .. import kernels
 from ..alphabet import TEXT_CODE_ARRAY
 from ..kernels import EndHits
 from ..kernels.cuda import task_stream
@@ -38,53 +38,13 @@ from ..runtime.columns import string_column
 from ..runtime.windows import read_chunk, read_packed
 from .job import SearchJob
 from .merge import sort_rows
-from .warm_up import locate_warm_ups
+from .warm_up import warm_up_locate, warmed_up
 
 
 def searches_on_device(job: SearchJob) -> bool:
     """The job's kernel runs on the GPU, on text codes (so the chunk's codes live there)."""
     return (job.backend == "cuda" and job.alphabet == "dna"
             and "cuda" in kernels.ALGORITHMS[job.algorithm].backends)
-
-
-_warm_ups: dict[str, threading.Event] = {}  # metric -> set once its locating kernels are loaded here
-_warm_up_lock = threading.Lock()
-
-
-def warm_up_locate(metric: str) -> None:
-    """Load the kernels that locate and sort a GPU-searched chunk's hits, in a background thread, once
-    per process; a task waits for it before its first locate (:func:`_warmed_up`).
-
-    Numba loads compiled kernels from its disk cache on their first call: in
-    a fresh CLI process that took about a second of the first task that had
-    hits (H100 host, benchmarks/README.md), and on a fresh machine, with no
-    cache, it compiles them first (numba_ahead: in parallel child processes).
-    A one-GPU job starts this while it reads its inputs
-    (searching._prepare_worker); a task starts it otherwise, where it
-    overlaps the task's upload and search.
-    """
-    with _warm_up_lock:
-        if metric in _warm_ups:
-            return
-        done = _warm_ups[metric] = threading.Event()
-
-    def load() -> None:
-        try:
-            numba_ahead.load(locate_warm_ups(metric))
-        except Exception:  # noqa: BLE001 (the task compiles what is missing, and meets the error there)
-            pass
-        finally:
-            done.set()
-
-    threading.Thread(target=load, name="seqsift-warm-up-locate", daemon=True).start()
-
-
-def _warmed_up(metric: str) -> None:
-    """Wait for a warm-up under way (a task compiling the same kernels meanwhile would hold the GIL
-    for seconds beside it, for nothing)."""
-    done = _warm_ups.get(metric)
-    if done is not None:
-        done.wait()
 
 
 def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.DataFrame:
@@ -185,7 +145,7 @@ def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text: np.
         columns["last_end"] = last_end + raw_shift - record_raw_start
     raw_end = end + raw_shift
     if job.reports_start:
-        _warmed_up(job.metric)
+        warmed_up(job.metric)
         # On the raw bytes (or host codes of the same coordinates) through the code table where they are raw.
         code_of = TEXT_CODE_ARRAY if locate_text is raw and job.alphabet == "dna" else None
         start, (cigar_offsets, cigar_data) = kernels.locate_packed(job.metric, locate_text, batch, row, raw_end,

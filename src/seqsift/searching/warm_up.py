@@ -11,12 +11,14 @@ than the kernels need, no pandas).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-from .. import kernels
 from ..alphabet import TEXT_CODE_ARRAY
+from .. import numba_ahead
 from ..numba_ahead import WarmUp
-from ..runtime.order import sort_order
+from ..runtime.merge_warm_up import MERGE_WARM_UP
 
 _ALIGN = "seqsift.kernels.align_cpu"
 
@@ -27,7 +29,7 @@ def locate_warm_ups(metric: str) -> list[WarmUp]:
     ops = f"{_ALIGN}:{'hamming_ops' if metric == 'hamming' else 'edit_ops'}"
     return [WarmUp(f"{__name__}:locate_once", (ops,), metric),
             WarmUp(f"{__name__}:spans_once", (f"{_ALIGN}:cigar_bytes", f"{_ALIGN}:_copy_spans")),
-            WarmUp(f"{__name__}:merge_once", ("seqsift.runtime.order:_merge_runs",))]
+            MERGE_WARM_UP]
 
 
 def _raw_text() -> np.ndarray:
@@ -50,6 +52,7 @@ def locate_once(metric: str) -> None:
 def spans_once() -> None:
     """A located hit's CIGAR text and its aligned text (align_cpu.cigar_bytes and _copy_spans, on the
     arrays locate_ops returns and on the raw bytes)."""
+    from .. import kernels
     from ..kernels import align_cpu
 
     one = np.ones(1, np.int64)
@@ -57,8 +60,30 @@ def spans_once() -> None:
     kernels.gather_spans(_raw_text(), one - 1, one * 4)
 
 
-def merge_once() -> None:
-    """Rows in two sorted runs, as a task's frames are, merged (runtime.order._merge_runs)."""
-    columns = [np.array([0, 1, 0, 1], np.int32), np.array([1, 0, 1, 5], np.int64), np.zeros(4, np.int32),
-               np.zeros(4, np.int8), np.array([5, 2, 4, 9], np.int64)]
-    assert sort_order(columns) is not None
+_warm_ups: dict[str, threading.Event] = {}  # metric -> set once its locating kernels are loaded here
+_warm_up_lock = threading.Lock()
+
+
+def warm_up_locate(metric: str) -> None:
+    """Load the kernels that locate and sort a GPU-searched chunk's hits, in a background thread, once
+    per process; a task waits for it before its first locate (:func:`warmed_up`).
+
+    Numba loads compiled kernels from its disk cache on their first call: in
+    a fresh CLI process that took about a second of the first task that had
+    hits (H100 host, benchmarks/README.md), and on a fresh machine, with no
+    cache, it compiles them first (numba_ahead: in parallel child processes).
+    A one-GPU job starts this while it reads its inputs
+    (searching._prepare_worker); a task starts it otherwise, where it
+    overlaps the task's upload and search.
+    """
+    with _warm_up_lock:
+        if metric not in _warm_ups:
+            _warm_ups[metric] = numba_ahead.load_soon(locate_warm_ups(metric))
+
+
+def warmed_up(metric: str) -> None:
+    """Wait for a warm-up under way (a task compiling the same kernels meanwhile would hold the GIL
+    for seconds beside it, for nothing)."""
+    done = _warm_ups.get(metric)
+    if done is not None:
+        done.wait()
