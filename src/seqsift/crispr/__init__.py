@@ -21,6 +21,7 @@ from ..io.reference import open_reference, refuse_protein
 from ..kernels.crispr import CUDA_MAX_GUIDE
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.clients import JobClient, backend_for
+from ..runtime.output import INTERVAL_FORMATS
 from ..runtime.run import JobRun
 from .inputs import check_bulges, parse_pam, read_cas_offinder_input, reference_files
 from .scores import scores_defined
@@ -53,10 +54,6 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
                 other (chained), the one with the fewest mismatches + bulge bases, then the highest CFD
                 (CRISPRme's convention; crispr/merge.py); None (default): every site
     """
-    # Here, not at the top: pandas, distributed and Numba load when a job runs, not with `import seqsift`.
-    from .output import SiteOutput
-    from .task import CrisprJob
-
     with_ids = True
     if cas_offinder is not None:
         spec = read_cas_offinder_input(cas_offinder)
@@ -90,10 +87,14 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     # the whole stack (seconds: most of a bacterial genome's job).
     job_client = JobClient(client, threads_in_process=True, workers=workers, gpus=gpus, scheduler=scheduler,
                            scheduler_file=scheduler_file, dashboard=dashboard)
-    formats = None if output_format == "cas-offinder" else CrisprJob.formats
+    formats = None if output_format == "cas-offinder" else INTERVAL_FORMATS
     with JobRun(output, formats=formats, inputs=inputs, client=job_client, resume=resume,
                 wait_for_lock=wait_for_lock, side_outputs={"summary": summary}) as run:
         job_client.start_ahead(backend, prepare=_prepare_device)  # one GPU: readied while the inputs are read
+        # Here, not at the top nor before the device is readied: pandas and Numba load when a job runs.
+        from .output import SiteOutput
+        from .task import CrisprJob
+
         files = reference_files(str(reference), origin) if os.path.isdir(str(reference)) else [reference]
         references = tuple(open_reference(path) for path in files)
         for opened in references:

@@ -30,6 +30,7 @@ from ..partitioning import ChunkGroup, PackedRecords, default_chunk_size, plan_c
 from ..pattern_set import PatternSet
 from ..runtime import stages
 from ..runtime.job import Plan
+from ..runtime.output import INTERVAL_FORMATS
 from ..runtime.order import sort_rows as sort_by_columns
 from ..runtime.job import reference_fingerprint, sequences_sha256
 from .scores import cfd_scores, mit_scores, scores_defined
@@ -61,7 +62,7 @@ class CrisprJob:
     """Everything a task needs; travels to the workers once (runtime.shared.on_workers)."""
 
     name = "crispr"
-    formats = ("tsv", "bed", "parquet")
+    formats = INTERVAL_FORMATS
 
     references: tuple          # seqsift.io.reference.Reference of each file, in order
     guides: PatternSet

@@ -42,6 +42,8 @@ from .background import BackgroundWrites
 if TYPE_CHECKING:  # pandas loads when a job writes, not with the command line (check_output_path)
     import pandas as pd
 
+INTERVAL_FORMATS = ("tsv", "bed", "parquet")
+"""What a job whose rows are intervals of a reference (search, crispr) writes."""
 SUFFIXES = {".tsv": "tsv", ".txt": "tsv", ".bed": "bed", ".parquet": "parquet", ".pq": "parquet"}
 """Output file suffix -> format, for every job (a job lists the formats it writes)."""
 COMPRESSED_SUFFIX = ".gz"
@@ -78,7 +80,7 @@ def compressed(path) -> bool:
     return not to_stdout(path) and str(path).lower().endswith(COMPRESSED_SUFFIX) and not _is_dataset(path)
 
 
-def output_format(path: str | os.PathLike | None, formats: tuple[str, ...] | None = ("tsv", "bed", "parquet")) -> str:
+def output_format(path: str | os.PathLike | None, formats: tuple[str, ...] | None = INTERVAL_FORMATS) -> str:
     """``tsv``, ``bed``, ``parquet`` or ``parquet-dataset`` for an output path (stdout: tsv).
 
     ``formats``: those the job writes (InputError for another); None: any

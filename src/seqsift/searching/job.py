@@ -17,6 +17,7 @@ from ..partitioning import default_chunk_size, halo_for, plan_chunks, record_gap
 from ..io.patterns import shortest_hit_lengths
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.job import Plan
+from ..runtime.output import INTERVAL_FORMATS
 from ..runtime.job import reference_fingerprint, sequences_sha256
 
 MODES = ("best", "ends")
@@ -27,7 +28,7 @@ DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
 @dataclass(frozen=True)
 class SearchJob:
     name = "search"
-    formats = ("tsv", "bed", "parquet")
+    formats = INTERVAL_FORMATS
 
     reference: object          # seqsift.io.reference.Reference (paths, names, lengths)
     patterns: PatternSet
