@@ -24,9 +24,9 @@ from __future__ import annotations
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .. import kernels
 from ..alphabet import TEXT_CODE_ARRAY
@@ -34,11 +34,12 @@ from ..kernels import EndHits
 from ..kernels.cuda import task_stream
 from ..partitioning import ChunkGroup, PackedRecords
 from ..runtime import stages
-from ..runtime.columns import string_column
 from ..runtime.windows import read_chunk, read_packed
 from .job import SearchJob
-from .merge import sort_rows
 from .warm_up import warm_up_locate, warmed_up
+
+if TYPE_CHECKING:  # pandas loads once a task has hits to return: its first kernel does not wait for it
+    import pandas as pd
 
 
 def searches_on_device(job: SearchJob) -> bool:
@@ -57,6 +58,10 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
         frames = _search_chunks(job, group, batch, on_device)
     if not frames:
         return empty_rows(job)
+    import pandas as pd
+
+    from .merge import sort_rows
+
     # Sorted here, on the worker: the client then only merges sorted runs (merge.sort_rows).
     with stages.timed("merge"):
         return sort_rows(pd.concat(frames, ignore_index=True), job.reports_start)
@@ -134,6 +139,10 @@ class _Placement:
 
 def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text: np.ndarray) -> pd.DataFrame:
     """The hit rows of ``hits`` (sorted by row, end) of one searched text (record coordinates)."""
+    import pandas as pd
+
+    from ..runtime.columns import string_column
+
     row, end, distance = hits.row, hits.end, hits.distance
     record, raw_shift, record_raw_start = place.record, place.raw_shift, place.record_raw_start
     columns: dict[str, object] = {}
@@ -180,6 +189,8 @@ def _best_of_runs(row, end, distance):
 
 
 def empty_rows(job: SearchJob) -> pd.DataFrame:
+    import pandas as pd
+
     dtypes = {"record": np.int32, "start": np.int64, "end": np.int64, "pattern": np.int32,
               "strand": np.int8, "distance": np.int16, "aligned": object, "cigar": object,
               "first_end": np.int64, "last_end": np.int64}
