@@ -65,6 +65,11 @@ def make_genome(folder: Path, gbp: float, *options: str) -> Path:
     return folder / "genome.fa"
 
 
+def _seconds(value: float | None) -> str:
+    """A time for the log line; "n/a" where it was not measured (tasks in worker processes)."""
+    return "n/a" if value is None else f"{value:.2f} s"
+
+
 def fresh_machine(env: dict) -> dict:
     """``env`` with empty Numba, CuPy and seqsift caches of its own, as on a new cluster node."""
     fresh = Path(tempfile.mkdtemp(prefix="seqsift-fresh-"))
@@ -167,7 +172,7 @@ def main() -> None:
                                       args.backend))
             print(f"{label}-{name}: first {first['wall_s']:.2f} s, second {second['wall_s']:.2f} s "
                   f"(plain {second['plain_wall_s']:.2f} s; first kernel ended at "
-                  f"{second['first_kernel_s'] or 0:.2f} s), "
+                  f"{_seconds(second['first_kernel_s'])}), "
                   f"{int(second['stages'].get('kernel_calls', 0))} kernel calls", flush=True)
         if shape == "hg38":
             for name, wall in served(genome, work, env, args.backend).items():
@@ -197,7 +202,7 @@ def main() -> None:
                 print(f"cas-offinder-hg38-{len(guides)}: {seconds:.2f} s, {len(lines)} sites, identical: {same}",
                       flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    device = "cpu"
+    device = f"{_cpu_model()} ({os.cpu_count()} cores)"
     if args.backend == "cuda":
         import cupy
 
@@ -208,6 +213,14 @@ def main() -> None:
     path.write_text(json.dumps(result, indent=1) + "\n")
     plot(records, path.with_suffix(".png"), f"seqsift on real-shaped references, {device}, {args.gbp} Gbp")
     print(f"wrote {path}")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "CPU"
 
 
 def _commit() -> str:
