@@ -50,6 +50,17 @@ JOBS = {
     "edit-312x23": lambda work, genome, out: ["search", str(genome), str(work / "edit312.fa"), "-k", "3",
                                               "--metric", "edit", "-o", str(out / "hits.parquet")],
 }
+MORE_JOBS = {  # --jobs all: the rest of goal 1's list (Hamming, edit ends, crispr with bulges)
+    "hamming-1000x20": lambda work, genome, out: ["search", str(genome), str(work / "ham1000.fa"), "-k", "2",
+                                                  "-o", str(out / "hits.parquet")],
+    "edit-ends-312x23": lambda work, genome, out: ["search", str(genome), str(work / "edit312.fa"), "-k", "3",
+                                                   "--metric", "edit", "--mode", "ends",
+                                                   "-o", str(out / "ends.parquet")],
+    "crispr-100-bulges": lambda work, genome, out: ["crispr", str(genome), str(work / "crispr100.txt"), "--pam",
+                                                    "NGG", "-k", "3", "--dna-bulge", "1", "--rna-bulge", "1",
+                                                    "-o", str(out / "bulges.tsv")],
+}
+SHAPES = {"uniform": "e2e-uniform", "one": "e2e-one-record", "hg38": "e2e-hg38", "records": "e2e-records-1e6"}
 
 
 def make_genome(folder: Path, gbp: float, *options: str) -> Path:
@@ -144,13 +155,17 @@ def main() -> None:
     parser.add_argument("--cas-offinder", help="Cas-OFFinder 2.4's binary, run beside seqsift")
     parser.add_argument("--cas-offinder-device", default="G", choices=["G", "C"],
                         help="Cas-OFFinder's device: G (the GPU, default) or C (CPU cores, through pocl)")
-    parser.add_argument("--shapes", default="uniform,hg38,records")
+    parser.add_argument("--shapes", default="uniform,hg38,records",
+                        help="of uniform (24 records), one (the same bases as one record), hg38, records")
+    parser.add_argument("--jobs", default="issue", choices=["issue", "all"],
+                        help="issue: crispr-1000 and edit-312x23; all: also Hamming, edit ends, crispr with bulges")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
     shapes = args.shapes.split(",")
     genomes = {}
     for shape in shapes:
-        options = {"uniform": [], "hg38": ["--shape", "hg38"], "records": ["--records", str(args.million)]}[shape]
+        options = {"uniform": [], "one": ["--records", "1"], "hg38": ["--shape", "hg38"],
+                   "records": ["--records", str(args.million)]}[shape]
         genomes[shape] = make_genome(args.work / shape, args.gbp, *options)
     records = []
     common = ["--backend", args.backend, "--no-progress"]
@@ -159,11 +174,11 @@ def main() -> None:
         cache = work / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         env = dict(os.environ, SEQSIFT_CACHE=str(cache), SEQSIFT_BENCH_STAGES=str(work / "stages.json"))
-        for name, argv in JOBS.items():
+        for name, argv in (JOBS | MORE_JOBS if args.jobs == "all" else JOBS).items():
             first = run_cli([*argv(work, genome, work), *common], env)
             second = run_cli([*argv(work, genome, work), *common], env)
             second["plain_wall_s"] = min(plain_wall([*argv(work, genome, work), *common], env) for _ in range(2))
-            label = {"uniform": "e2e-uniform", "hg38": "e2e-hg38", "records": "e2e-records-1e6"}[shape]
+            label = SHAPES[shape]
             if shape == "records" and args.million != 1_000_000:
                 label = f"e2e-records-{args.million}"
             workload = f"{name} on {genome.stat().st_size / 1e9:.2f} GB {shape} genome ({args.gbp} Gbp), second run"
