@@ -13,7 +13,8 @@ child process per warm-up whose kernels have no cache entry yet
 (``python -m seqsift.numba_ahead MODULE:FUNCTION [ARG]``), each on a core of
 its own, so that they compile at once and write Numba's on-disk cache; it
 then makes every warm-up's calls in this process, which load what the
-children wrote (tenths of a second).
+children wrote (tenths of a second). :func:`load_soon` does all that on a
+thread of its own (8.5 s instead of 12.0 s for that fresh 0.5 Gbp job).
 
 Nothing depends on the children: where one fails, or the cache cannot be
 written (``NUMBA_CACHE_DIR`` read-only), or Numba's cache layout is not the

@@ -4,10 +4,13 @@ A GPU-searched chunk's hits are located on the host (kernels.align_cpu:
 starts, CIGARs, aligned text) and its rows sorted (runtime.order). Numba
 keeps one compiled version per argument type, so each function here calls
 a kernel as a task does: on read-only raw bytes through the code table, as
-a task's window holds them. ``task.warm_up_locate`` makes these calls ahead
-of the first task's hits, through ``numba_ahead`` (on an empty cache,
-compiled in child processes, which import this module: it imports no more
-than the kernels need, no pandas).
+a task's window holds them. :func:`warm_up_locate` makes these calls ahead
+of the first task's hits, on a thread of its own, through ``numba_ahead``
+(on an empty cache the kernels compile first in child processes, which
+import this module), and a task waits for it (:func:`warmed_up`) before it
+locates. This module imports NumPy alone (the kernels' modules, with Numba,
+when it calls them): a one-GPU job imports it first thing, before it
+readies the device.
 """
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ import threading
 
 import numpy as np
 
-from ..alphabet import TEXT_CODE_ARRAY
 from .. import numba_ahead
+from ..alphabet import TEXT_CODE_ARRAY
 from ..numba_ahead import WarmUp
 from ..runtime.merge_warm_up import MERGE_WARM_UP
 
