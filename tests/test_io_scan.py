@@ -307,3 +307,43 @@ def test_a_reader_that_stops_early_stops_the_inflating_thread(tmp_path, monkeypa
     assert text.startswith(first)
     chunks.close()  # the consumer goes away with the queue full and the stream half read
     assert not [t for t in threading.enumerate() if t.name == "seqsift-inflate"]
+
+
+def _names_line_by_line(texts: list[bytes], errors: str):
+    """The headers decoded and split one line at a time, as a reader that knows nothing of the scan would."""
+    names, headers = [], []
+    for text in texts:
+        line = text.decode("utf-8", errors=errors)
+        if not line.split():
+            raise fasta_scan.HeaderProblem("a header without a name")
+        names.append(line.split()[0])
+        headers.append(line)
+    return names, headers
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("errors", ["strict", "backslashreplace"])
+def test_names_and_headers_decode_as_line_by_line(seed, errors):
+    """Names and header lines of many records, decoded and split in one piece, equal the line-by-line
+    reading: Unicode blanks (NBSP, U+1680, U+3000, \\x1c, \\x85), tabs, a blank or bad UTF-8 header."""
+    rng = random.Random(seed)
+    words = [b"chr", b"1", b"_alt", "d\u00e9crit".encode(), "\U0001f9ec".encode(), b"x\x0by"]
+    blanks = [b" ", b"\t", "\u00a0".encode(), "\u1680".encode(), "\u3000".encode(), b"\x1c", "\u0085".encode()]
+    bad = [b"\xff", b"\xe2\x82"]
+
+    def header() -> bytes:
+        if rng.random() < 0.01:
+            return b"".join(rng.choice(blanks) for _ in range(rng.randint(0, 2)))  # no name
+        pieces = [rng.choice(blanks) for _ in range(rng.randint(0, 1))] + [rng.choice(words)]
+        for _ in range(rng.randint(0, 5)):
+            pieces.append(rng.choice(bad) if rng.random() < 0.01 else rng.choice(words + blanks))
+        return b"".join(pieces)
+
+    texts = [header() for _ in range(rng.randint(1, 30))]
+    try:
+        expected = _names_line_by_line(texts, errors)
+    except (UnicodeDecodeError, fasta_scan.HeaderProblem):
+        with pytest.raises(fasta_scan.HeaderProblem):
+            fasta_scan._names_and_headers(texts, errors)
+        return
+    assert fasta_scan._names_and_headers(texts, errors) == expected
