@@ -201,3 +201,20 @@ def test_guides_on_the_command_line_as_search_reads_patterns(files, tmp_path):
     assert got == expected and len(expected) >= 3
     missing = seqsift_crispr(reference, tmp_path / "no-such-guides.txt", "-k", "3")
     assert missing.returncode != 0 and missing.stderr.count("\n") == 1 and "no such file" in missing.stderr
+
+
+def test_verbose_says_how_the_work_is_cut(files, tmp_path):
+    """-v: one note with the bases, the tasks and the guide batches (crispr has no algorithm to choose)."""
+    reference, guides = files
+    bases = sum(len(line.strip()) for line in open(reference) if not line.startswith(">"))
+    count = sum(1 for line in open(guides) if line.strip())
+    result = seqsift_crispr(reference, guides, "-k", "2", "--backend", "cpu", "--pattern-batch", "1",
+                            "-o", tmp_path / "sites.tsv", "-v", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if " task(s) of up to " in line]
+    assert len(notes) == 1, result.stderr
+    assert notes[0].startswith(f"seqsift: note: {bases:,} bases in ")
+    assert f"x {count:,} batch(es) of up to 1 guides, on cpu" in notes[0]
+    quiet = seqsift_crispr(reference, guides, "-k", "2", "--backend", "cpu", "-o", tmp_path / "quiet.tsv",
+                           "--no-progress")
+    assert " task(s) of up to " not in quiet.stderr

@@ -75,7 +75,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, algorithm_help: str | No
     pattern_batch = run.add_argument("--pattern-batch", type=positive_int,
                                      help=help_unless_not_taken("--pattern-batch", pattern_batch_help))
     run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    run.add_argument("-v", "--verbose", action="store_true", help="say which algorithm runs, and why")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="say how the job runs: the algorithm and why (search, screen), how it is cut into tasks")
     parser.set_defaults(run_options_not_taken=tuple(
         (action.option_strings[0], action.dest, action.default) for action in (algorithm, chunk_size, pattern_batch)
         if action.option_strings[0] in not_taken), run_options_why_not=why_not)

@@ -34,7 +34,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
            cas_offinder=None, strand: str = "both", backend: str = "auto", workers: int | None = None,
            gpus=None, scheduler: str | None = None, scheduler_file: str | None = None, dashboard: bool = False,
            chunk_size: int | None = None, guide_batch_size: int | None = None, progress: bool = False,
-           resume: bool = False, wait_for_lock: bool = False, merge: int | None = None):
+           resume: bool = False, wait_for_lock: bool = False, merge: int | None = None, verbose: bool = False):
     """Every off-target site of ``guides`` in ``reference`` (see the README's ``seqsift crispr``).
 
     reference   FASTA file (plain, BGZF or gzip), or a folder of them (each searched in turn)
@@ -53,6 +53,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     merge       W: keep one site per guide and strand among sites whose starts lie within W bases of each
                 other (chained), the one with the fewest mismatches + bulge bases, then the highest CFD
                 (CRISPRme's convention; crispr/merge.py); None (default): every site
+    verbose     say how the work is cut into tasks (a note on stderr)
     """
     with_ids = True
     if cas_offinder is not None:
@@ -118,7 +119,7 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
             # start. Worker processes of a given cluster outlive the job and pay that start once: Numba.
             job = dataclasses.replace(job, small=job.small_enough())
         return run.run(job, layout={"chunk_size": chunk_size, "guide_batch_size": guide_batch_size},
-                       progress=progress)
+                       progress=progress, verbose=verbose)
 
 
 def _prepare_device() -> None:

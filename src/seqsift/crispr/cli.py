@@ -74,6 +74,6 @@ def cmd_crispr(args) -> int:
     source.setdefault("reference", None)
     crispr(**source, output=args.output or "-", output_format=args.output_format, summary=args.summary,
            strand=args.strand, resume=args.resume, wait_for_lock=args.wait_for_lock, merge=args.merge,
-           chunk_size=args.chunk_size,
-           guide_batch_size=args.pattern_batch, **run_options(args))
+           chunk_size=args.chunk_size, guide_batch_size=args.pattern_batch, verbose=args.verbose,
+           **run_options(args))
     return 0

@@ -168,9 +168,12 @@ class CrisprJob:
                                      gap=record_gap("hamming", 0)):
                 units.append(CrisprUnit(len(units), number, offset, group))
             offset += len(reference.names)
-        return Plan(units=units, batches=self.guides.batches(batch_size), weights=[u.bases for u in units],
+        batches = self.guides.batches(batch_size)
+        notes = [f"{self.bases:,} bases in {len(units):,} task(s) of up to {int(chunk_size):,} bases x "
+                 f"{len(batches):,} batch(es) of up to {int(batch_size):,} guides, on {self.backend}"]
+        return Plan(units=units, batches=batches, weights=[u.bases for u in units],
                     layout={"chunk_size": int(chunk_size), "guide_batch_size": int(batch_size)},
-                    unit_name="bp", label="crispr")
+                    unit_name="bp", label="crispr", notes=notes)
 
     def fingerprint(self, plan: Plan) -> dict:
         return {"job": self.name,
