@@ -148,7 +148,7 @@ def test_damaged_cache_is_rebuilt(tmp_path, private_cache, damage):
     if damage == "truncate":
         data = data[:len(data) - 10]
     elif damage == "flip_table_byte":
-        data[-5] ^= 0x01  # inside the JSON record table, at the end of the file
+        data[-5] ^= 0x01  # inside the record table (the last name), at the end of the file
     elif damage == "flip_header_byte":
         data[20] ^= 0x01  # the payload size
     else:
@@ -254,3 +254,43 @@ def test_a_file_range_reader_fills_buffers_in_pieces_as_one_read(tmp_path, monke
             assert np.array_equal(buffer, data[first:first + size]), (first, size)
         with pytest.raises(EOFError):
             fill(np.zeros(2_500, np.uint8), 23_000)
+
+
+@pytest.mark.parametrize("described", [True, False], ids=["descriptions", "names-only"])
+def test_the_record_table_reads_back_as_the_scan_found_it(tmp_path, private_cache, described):
+    """Names (any UTF-8), whole header lines and the .fai columns: the same from the first open (the
+    scan) as from the cache, and the same as the file says; the file's own .fai agrees."""
+    rng = random.Random(3)
+    records = [(f"rec_{i}é" if i % 3 else f"r{i}", "".join(rng.choice("ACGTN") for _ in range(rng.randint(1, 130))))
+               for i in range(500)]
+    lines = []
+    for i, (name, seq) in enumerate(records):
+        lines.append(f">{name}" + (f"\tdescribed {i}  染" if described and i % 2 else "") + "\n")
+        lines.extend(seq[j:j + 50] + "\n" for j in range(0, len(seq), 50))
+    path = tmp_path / "many.fa"
+    path.write_text("".join(lines), encoding="utf-8")
+    first = open_reference(path)
+    second = open_reference(path)
+    assert builds(private_cache) == 1 and second.genome_path is not None
+    headers = [line[1:-1] for line in lines if line.startswith(">")]
+    for ref in (first, second):
+        assert ref.names == tuple(name for name, _ in records)
+        assert ref.lengths.tolist() == [len(seq) for _, seq in records]
+        assert ref.headers == (tuple(headers) if described else None)
+        assert [ref.read(i, 0, len(seq)).decode() for i, (_, seq) in enumerate(records)] == [s for _, s in records]
+    for column in ("offsets", "line_bases", "line_bytes"):
+        assert getattr(first, column).tolist() == getattr(second, column).tolist()
+    index = pyfaidx_index(path)
+    assert [line.split("\t") for line in Path(first.fai_path).read_text(encoding="utf-8").splitlines()] == index
+
+
+def pyfaidx_index(path: Path) -> list[list[str]]:
+    """The .fai that pyfaidx writes for ``path``, as fields (built in a copy, so seqsift's stays)."""
+    import shutil
+
+    import pyfaidx
+
+    copy = path.with_name("copy-" + path.name)
+    shutil.copy(path, copy)
+    pyfaidx.Faidx(str(copy)).close()
+    return [line.split("\t") for line in Path(f"{copy}.fai").read_text(encoding="utf-8").splitlines()]

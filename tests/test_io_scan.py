@@ -347,3 +347,23 @@ def test_names_and_headers_decode_as_line_by_line(seed, errors):
             fasta_scan._names_and_headers(texts, errors)
         return
     assert fasta_scan._names_and_headers(texts, errors) == expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fai_text_is_each_record_formatted_in_turn(seed):
+    """The .fai against a line-by-line f-string: names of any UTF-8 and any length, numbers from 0 to
+    19 digits, one record or many."""
+    rng = np.random.default_rng(seed)
+    records = int(rng.choice([1, 7, 1000]))
+    alphabet = ["a", "Z", "_", "|", ".", "9", "é", "染", "-"]
+    names = tuple("".join(rng.choice(alphabet, size=rng.integers(1, 40))) + f"#{i}" for i in range(records))
+    columns = [rng.integers(0, 10 ** rng.integers(1, 19, size=records), dtype=np.int64) for _ in range(4)]
+    columns[0][0] = 0
+    columns[1][-1] = np.iinfo(np.int64).max
+    layout = fasta_scan.FastaLayout(names, *columns, total_bytes=0)
+    expected = "".join(f"{name}\t{a}\t{b}\t{c}\t{d}\n" for name, a, b, c, d in zip(names, *columns))
+    assert layout.fai_text() == expected
+
+
+def test_fai_text_of_no_records_is_empty():
+    assert fasta_scan.FastaLayout((), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0).fai_text() == ""

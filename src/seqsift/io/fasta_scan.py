@@ -291,7 +291,7 @@ class _Lines:
     newline: np.ndarray      # bool: the lines end with '\n' (False only for an open last line)
     header: np.ndarray       # bool: the line starts with '>' (a run of one)
     count: np.ndarray        # lines in the run
-    header_text: list[bytes]  # each header line without '>' and line ending, in order
+    header_text: bytes        # the header lines without '>' and line ending, joined by '\n' (b"": none)
     sequence: np.ndarray | None  # the block's sequence bytes (no headers, no line endings)
     before_first_header: int  # sequence bytes that precede the block's first header (-1: no header)
     non_ascii: bool           # a byte >= 0x80 outside the header lines
@@ -332,7 +332,7 @@ def _scan_block(block: _Block) -> _Lines:
         header[0] = False  # the line began in the previous block, as a sequence line
     heads = np.flatnonzero(header)  # (a header line is never cut: see _cut)
     text_ends = ends[heads] - carriage[heads]
-    header_text = [data[a + 1:b].tobytes() for a, b in zip(starts[heads].tolist(), text_ends.tolist())]
+    header_text = _joined_lines(data, starts[heads] + 1, text_ends)
 
     lines = len(length)
     change = np.ones(lines, dtype=bool)  # where a run starts
@@ -351,6 +351,18 @@ def _scan_block(block: _Block) -> _Lines:
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
                   count=run_lines, header_text=header_text, sequence=sequence,
                   before_first_header=before_first, non_ascii=non_ascii, continues_line=block.continues_line)
+
+
+def _joined_lines(data: np.ndarray, first: np.ndarray, end: np.ndarray) -> bytes:
+    """The bytes ``data[first[i]:end[i]]`` of every i, joined by '\\n', gathered at once (a block of
+    short records holds thousands of header lines)."""
+    if not len(first):
+        return b""
+    widths = end - first + 1                       # each line and one byte after it,
+    place = np.repeat(first - (np.cumsum(widths) - widths), widths) + np.arange(int(widths.sum()))
+    text = data[np.minimum(place, len(data) - 1)]  # (past the block's end for an open last line)
+    text[np.cumsum(widths) - 1] = _NEWLINE         # which becomes the line's newline
+    return text[:-1].tobytes()
 
 
 _FEW_RUNS = 64
@@ -466,7 +478,7 @@ def _scan_and_place(block: _Block | Callable[[], _Block], destination: Destinati
     sequence = lines.sequence
     if not seen_header:  # blank lines before the first header are no record's bases
         sequence = sequence[lines.before_first_header:] if lines.before_first_header >= 0 else sequence[:0]
-    after.set_result((offset + len(sequence), seen_header or bool(lines.header_text)))
+    after.set_result((offset + len(sequence), seen_header or bool(lines.header.any())))
     if destination is not None and len(sequence):
         destination.write(offset, sequence)
     lines.sequence = sequence
@@ -524,7 +536,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     length, carriage, newline, header, count = _join_lines(parts)
     run_bytes = length * count
     total_bytes = int(run_bytes.sum())
-    names, headers = _names_and_headers([text for part in parts for text in part.header_text], header_errors)
+    names, headers = _names_and_headers([part.header_text for part in parts if part.header.any()], header_errors)
     described = headers != names
     heads = np.flatnonzero(header)
     if not len(heads):

@@ -5,7 +5,13 @@ follows the same cache rules: ``$SEQSIFT_CACHE``, one version per source,
 older versions pruned), laid out as::
 
     [header, 4096 bytes][payload: every record's bases, one byte each, as in
-    the file (case kept), records back to back][record table, JSON]
+    the file (case kept), records back to back][record table, binary]
+
+The record table (:func:`encode_table`) is a fixed part, then the four
+``.fai`` number columns as little-endian int64 arrays, then the names and
+(where any record has a description) the whole header lines, each as one
+UTF-8 text joined by newlines: a table of a million records is written and
+read with a few whole-array calls, never a Python object per number.
 
 The header holds the sizes, the fingerprint of the source it was built from
 and a BLAKE2b digest over the header fields, the record table and a sample of
@@ -35,7 +41,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import mmap
 import os
 import struct
@@ -51,8 +56,8 @@ import numpy as np
 __all__ = ["GenomeCache", "CacheWriter", "FileRange", "read_file_into", "source_fingerprint", "build_lock",
            "BUILD_LOG"]
 
-MAGIC = b"SEQSIFT-GENOME\x00\x02"
-"""Version 2: the record table holds the header lines where any has a description (Cas-OFFinder's output)."""
+MAGIC = b"SEQSIFT-GENOME\x00\x03"
+"""Version 3: a binary record table (version 2's was JSON with base64 columns); a version-2 cache is rebuilt."""
 HEADER_BYTES = 4096
 BUILD_LOG = "builds.log"
 _FIELDS = struct.Struct("<16sQQQ32s")     # magic, payload bytes, table bytes, records, source fingerprint
@@ -92,33 +97,39 @@ def _digest(fields: bytes, table: bytes, sample: bytes) -> bytes:
 
 
 NUMBER_COLUMNS = ("lengths", "offsets", "line_bases", "line_bytes")
-"""The record table's numeric columns: stored as little-endian int64 bytes (base64), not JSON lists, so a
-table of a million records loads in a fraction of the time (one decode per column, no Python int each)."""
+"""The record table's int64 columns: a record's length and its source's .fai columns 3-5."""
+_TABLE_FIELDS = struct.Struct("<QQQ16s")  # records, bytes of the names' text, of the headers' text, source kind
 
 
-def encode_table(table: dict) -> dict:
-    """The record table as the file holds it (numeric columns as base64 int64 bytes)."""
-    import base64
+def encode_table(table: dict) -> bytes:
+    """The record table as the file holds it: ``names``, ``kind``, the NUMBER_COLUMNS and,
+    optionally, ``headers`` (each record's whole header line)."""
+    names = "\n".join(table["names"]).encode("utf-8")
+    headers = "\n".join(table["headers"]).encode("utf-8") if table.get("headers") else b""
+    fields = _TABLE_FIELDS.pack(len(table["names"]), len(names), len(headers), table["kind"].encode("ascii"))
+    columns = [np.ascontiguousarray(table[column], dtype="<i8").tobytes() for column in NUMBER_COLUMNS]
+    return b"".join([fields, *columns, names, headers])
 
-    out = dict(table)
+
+def decode_table(raw: bytes) -> dict:
+    """:func:`encode_table`'s bytes as a dict (int64 arrays, tuples of str); ValueError if malformed."""
+    records, names_bytes, headers_bytes, kind = _TABLE_FIELDS.unpack_from(raw)
+    if len(raw) != _TABLE_FIELDS.size + 8 * records * len(NUMBER_COLUMNS) + names_bytes + headers_bytes:
+        raise ValueError("the record table's sizes do not add up")
+    table: dict = {"kind": kind.rstrip(b"\0").decode("ascii")}
+    place = _TABLE_FIELDS.size
     for column in NUMBER_COLUMNS:
-        values = np.ascontiguousarray(table[column], dtype="<i8")
-        out[column] = base64.b64encode(values.tobytes()).decode("ascii")
-    return out
-
-
-def decode_table(table: dict) -> dict:
-    """The record table of the file: numeric columns as int64 arrays (ValueError if malformed)."""
-    import base64
-    import binascii
-
-    out = dict(table)
-    for column in NUMBER_COLUMNS:
-        try:
-            out[column] = np.frombuffer(base64.b64decode(table[column], validate=True), dtype="<i8").astype(np.int64)
-        except (binascii.Error, TypeError) as err:
-            raise ValueError(f"record table column {column}: {err}") from None
-    return out
+        table[column] = np.frombuffer(raw, dtype="<i8", count=records, offset=place).astype(np.int64)
+        place += 8 * records
+    for key, size in (("names", names_bytes), ("headers", headers_bytes)):
+        lines = raw[place:place + size].decode("utf-8").split("\n") if size else []
+        if size and len(lines) != records:
+            raise ValueError(f"the record table holds {len(lines)} {key} for {records} records")
+        table[key] = tuple(lines)
+        place += size
+    if records and not table["names"]:
+        raise ValueError("the record table has no names")
+    return table
 
 
 @dataclass
@@ -126,7 +137,7 @@ class GenomeCache:
     """A verified cache file: the record table, and where each record's bases start."""
 
     path: str
-    table: dict            # names, lengths and the source's .fai columns (lists)
+    table: dict            # decode_table's: names, headers, kind, lengths and the source's .fai columns
     record_starts: np.ndarray  # int64: byte offset of each record's first base in the file
     identity: tuple        # (device, inode, mtime_ns, size): tells a rebuilt file from the one mapped before
 
@@ -151,7 +162,7 @@ class GenomeCache:
             table_raw = mapped[HEADER_BYTES + payload_bytes:size]
             if _digest(fields, table_raw, _payload_sample(mapped, payload_bytes)) != stored:
                 return None
-            table = decode_table(json.loads(table_raw))
+            table = decode_table(table_raw)
             lengths = table["lengths"]
             if len(lengths) != records or int(lengths.sum()) != payload_bytes or (lengths < 0).any():
                 return None
@@ -159,10 +170,15 @@ class GenomeCache:
             return None
         finally:
             mapped.close()
+        return GenomeCache._of(path, table, stat)
+
+    @staticmethod
+    def _of(path: Path, table: dict, stat: os.stat_result) -> "GenomeCache":
+        lengths = table["lengths"]
         starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         return GenomeCache(path=str(path), table=table, record_starts=starts + HEADER_BYTES,
-                           identity=(stat.st_dev, stat.st_ino, stat.st_mtime_ns, size))
+                           identity=(stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size))
 
 
 class CacheWriter:
@@ -199,9 +215,12 @@ class CacheWriter:
             view, place = view[written:], place + written
 
     def finish(self, table: dict) -> GenomeCache:
-        """Append the table, write the header, rename into place; returns the opened cache."""
-        payload_bytes = int(np.asarray(table["lengths"], dtype=np.int64).sum())
-        raw = json.dumps(encode_table(table), separators=(",", ":")).encode()
+        """Append the table, write the header, rename into place; returns the cache (its table
+        of the types :func:`decode_table` gives, not read back)."""
+        raw = encode_table(table)
+        table = {**table, **{column: np.asarray(table[column], dtype=np.int64) for column in NUMBER_COLUMNS},
+                 "names": tuple(table["names"]), "headers": tuple(table.get("headers") or ())}
+        payload_bytes = int(table["lengths"].sum())
         os.ftruncate(self.fd, HEADER_BYTES + payload_bytes)
         os.pwrite(self.fd, raw, HEADER_BYTES + payload_bytes)
         fields = _FIELDS.pack(MAGIC, payload_bytes, len(raw), len(table["names"]), self.fingerprint)
@@ -211,16 +230,14 @@ class CacheWriter:
         finally:
             mapped.close()
         os.pwrite(self.fd, fields + _digest(fields, raw, sample), 0)
+        stat = os.fstat(self.fd)
         os.close(self.fd)
         self.fd = None
         os.chmod(self.temporary, 0o644)
         os.replace(self.temporary, self.path)
         with open(self.path.parent / BUILD_LOG, "a") as log:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{os.getpid()}\t{self.path.name}\n")
-        cache = GenomeCache.open(self.path, self.fingerprint)
-        if cache is None:
-            raise OSError(f"the genome cache {self.path} did not verify right after it was written")
-        return cache
+        return GenomeCache._of(self.path, table, stat)
 
     def abandon(self) -> None:
         if self.fd is not None:

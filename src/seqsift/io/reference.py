@@ -509,10 +509,8 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
         if writer:
             writer.abandon()
         raise
-    table = {"names": list(layout.names), "kind": kind,
+    table = {"names": layout.names, "kind": kind, "headers": layout.headers,
              **{c: getattr(layout, c) for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
-    if layout.headers is not None:
-        table["headers"] = list(layout.headers)
     genome = writer.finish(table) if writer else None
     # The index after the cache: a job started meanwhile that finds the index but no cache reads
     # through the index (open_reference), so it must never see the one without the other.
