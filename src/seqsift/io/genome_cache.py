@@ -142,8 +142,11 @@ class GenomeCache:
     identity: tuple        # (device, inode, mtime_ns, size): tells a rebuilt file from the one mapped before
 
     @staticmethod
-    def open(path: Path, fingerprint: bytes) -> "GenomeCache | None":
-        """The cache at ``path`` if it exists, is whole and belongs to ``fingerprint``; else None."""
+    def open(path: Path, fingerprint: bytes | None) -> "GenomeCache | None":
+        """The cache at ``path`` if it exists, is whole and belongs to ``fingerprint``; else None.
+
+        ``fingerprint`` None: of any source (a worker handed the cache by a job that checked its
+        source compares the file's identity instead)."""
         try:
             with open(path, "rb") as f:
                 stat = os.fstat(f.fileno())
@@ -156,7 +159,8 @@ class GenomeCache:
         try:
             fields = mapped[:_FIELDS.size]
             magic, payload_bytes, table_bytes, records, recorded = _FIELDS.unpack(fields)
-            if magic != MAGIC or recorded != fingerprint or size != HEADER_BYTES + payload_bytes + table_bytes:
+            whole = size == HEADER_BYTES + payload_bytes + table_bytes
+            if magic != MAGIC or fingerprint not in (None, recorded) or not whole:
                 return None
             stored = mapped[_FIELDS.size:_FIELDS.size + 32]
             table_raw = mapped[HEADER_BYTES + payload_bytes:size]

@@ -49,12 +49,15 @@ deleted when a new one is written. On a cluster, workers read the reference
 (or its cache) by path, so the cache must be on a filesystem they share
 (a home directory on HPC usually is), or set ``SEQSIFT_CACHE`` to one.
 
-A :class:`Reference` holds only paths, record names and the index numbers, so
-it pickles small for Dask workers; each process opens the file lazily on its
-first ``read`` and keeps it open.
+A :class:`Reference` holds only paths, record names and the index numbers;
+each process opens the file lazily on its first ``read`` and keeps it open.
+One with a genome cache pickles as the cache's path and identity, and a Dask
+worker reads the record table from the cache (a reference of a million records
+pickled whole is about 90 MB, sent through the scheduler).
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
@@ -131,6 +134,14 @@ class Reference:
     record_starts: np.ndarray | None = None
     genome_identity: tuple | None = None
     headers: tuple[str, ...] | None = None
+
+    def __reduce_ex__(self, protocol):
+        """With a genome cache, the cache's path and identity: the unpickling process reads the records
+        from the cache, once (:func:`_from_genome_file`); without one, every field."""
+        if self.genome_path is None:
+            return super().__reduce_ex__(protocol)
+        return (_from_genome_file, (self.path, self.display_name, self.fai_path, self.gzi_path, self.bgzf,
+                                    self.genome_path, self.genome_identity))
 
     def read(self, record_index: int, start: int, end: int, table: bytes | None = None) -> bytes:
         """Raw bytes of bases ``[start, end)`` (0-based) of record ``record_index``.
@@ -238,6 +249,29 @@ class Reference:
             os.close(handle)
         # a genome cache's map is left to the garbage collector: views handed
         # out by read_view may still use it
+
+
+def _from_genome_file(path: str, display_name: str, fai_path: str | None, gzi_path: str | None, bgzf: bool,
+                      genome_path: str, identity: tuple) -> Reference:
+    """A pickled Reference (``Reference.__reduce_ex__``), its records read from its genome cache."""
+    genome = _genome_of_identity(genome_path, tuple(identity))
+    table = genome.table
+    return Reference(path=path, display_name=display_name, names=table["names"], lengths=table["lengths"],
+                     fai_path=fai_path, gzi_path=gzi_path, bgzf=bgzf, offsets=table["offsets"],
+                     line_bases=table["line_bases"], line_bytes=table["line_bytes"], genome_path=genome_path,
+                     record_starts=genome.record_starts, genome_identity=genome.identity,
+                     headers=table["headers"] or None)
+
+
+@functools.lru_cache(maxsize=4)
+def _genome_of_identity(genome_path: str, identity: tuple) -> GenomeCache:
+    """The genome cache file that the sending process had open (the same identity); OSError if it
+    has since been rebuilt or removed. Read once per process: a worker unpickles the job again
+    for every task on some paths."""
+    genome = GenomeCache.open(Path(genome_path), fingerprint=None)
+    if genome is None or genome.identity != identity:
+        raise OSError(f"the genome cache {genome_path} changed or went away during the job; run the job again")
+    return genome
 
 
 # What each process keeps open, per reference: a Reference is unpickled afresh
