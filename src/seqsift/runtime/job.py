@@ -120,6 +120,16 @@ def reference_fingerprint(reference) -> dict:
     }
 
 
+def records_sha256(names, lengths) -> str:
+    """SHA-256 of a reference's record names and lengths, each as one whole text or array (a million
+    records: tenths of a second less than a line per record through :func:`sequences_sha256`)."""
+    import numpy as np
+
+    digest = hashlib.sha256("\n".join(names).encode())
+    digest.update(np.ascontiguousarray(lengths, dtype="<i8").tobytes())
+    return digest.hexdigest()
+
+
 def sequences_sha256(named_sequences) -> str:
     """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are.
     Lines are hashed in blocks (a million records' names: one update per block, not per line)."""

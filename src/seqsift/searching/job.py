@@ -18,7 +18,7 @@ from ..io.patterns import shortest_hit_lengths
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.job import Plan
 from ..runtime.output import INTERVAL_FORMATS
-from ..runtime.job import reference_fingerprint, sequences_sha256
+from ..runtime.job import records_sha256, reference_fingerprint, sequences_sha256
 
 MODES = ("best", "ends")
 DEFAULT_PATTERN_BATCH = {"cpu": 1024, "cuda": 8192}
@@ -109,7 +109,7 @@ class SearchJob:
         return {
             "job": self.name,
             **reference_fingerprint(self.reference),
-            "records_sha256": sequences_sha256(zip(self.reference.names, self.reference.lengths.tolist())),
+            "records_digest": records_sha256(self.reference.names, self.reference.lengths),
             "patterns_sha256": sequences_sha256(zip(self.patterns.names, self.patterns.sequences)),
             "parameters": {"metric": self.metric, "k": self.k, "mode": self.mode, "strand": self.strand,
                            "align": self.align, "alphabet": self.alphabet},
