@@ -62,6 +62,7 @@ import gzip
 import hashlib
 import os
 import re
+import socket
 import struct
 import tempfile
 import threading
@@ -268,9 +269,12 @@ def _genome_of_identity(genome_path: str, identity: tuple) -> GenomeCache:
     """The genome cache file that the sending process had open (the same identity); OSError if it
     has since been rebuilt or removed. Read once per process: a worker unpickles the job again
     for every task on some paths."""
+    if not os.path.exists(genome_path):
+        raise OSError(f"the genome cache {genome_path} is not on {socket.gethostname()}'s filesystem: a "
+                      f"cluster's workers read it by path, so set SEQSIFT_CACHE to a folder they all share")
     genome = GenomeCache.open(Path(genome_path), fingerprint=None)
     if genome is None or genome.identity != identity:
-        raise OSError(f"the genome cache {genome_path} changed or went away during the job; run the job again")
+        raise OSError(f"the genome cache {genome_path} changed during the job; run the job again")
     return genome
 
 
