@@ -14,8 +14,8 @@ UTF-8 text joined by newlines: a table of a million records is written and
 read with a few whole-array calls, never a Python object per number.
 
 The header holds the sizes, the fingerprint of the source it was built from
-and a BLAKE2b digest over the header fields, the record table and a sample of
-the payload. The payload starts at a page boundary, so a record window is a
+and a BLAKE2b digest over the header fields, the record table's CRC-32 and a
+sample of the payload. The payload starts at a page boundary, so a record window is a
 plain slice of a memory map and reaches NumPy (and the GPU's pinned copies)
 without a copy.
 
@@ -46,6 +46,7 @@ import os
 import struct
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,10 @@ def _payload_sample(mapped, payload_bytes: int) -> bytes:
 
 
 def _digest(fields: bytes, table: bytes, sample: bytes) -> bytes:
-    return hashlib.blake2b(fields + table + sample, digest_size=32).digest()
+    """BLAKE2b of the header fields, the table's CRC-32 and the payload sample. A CRC catches every
+    flipped byte of the table as a hash would, at 4 GB/s instead of ~1 (a million records' table:
+    80 MB, hashed on every open)."""
+    return hashlib.blake2b(fields + zlib.crc32(table).to_bytes(4, "little") + sample, digest_size=32).digest()
 
 
 NUMBER_COLUMNS = ("lengths", "offsets", "line_bases", "line_bytes")
