@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 CODE_N = 4
 """Text code of N and of every non-ACGT character (seqsift.alphabet.NEVER)."""
@@ -437,12 +438,11 @@ def _w(a, b, c1, c2):
 
 
 @njit(cache=True)
-def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
-    """One local alignment of x (query) and y (target) with the given best score.
+def _trace_linear(x, y, i1, j1, score, c1, c2, gap, max_cells, ops, base):
+    """Pass 2 of a linear-gap alignment whose end (i1, j1) (1-based, score > 0) pass 1 found.
 
-    Pass 1 (linear space) finds the end: the first cell (i1, j1) in row-major
-    order whose H equals the best. Pass 2 runs the DP backwards from that end
-    over the reversed prefixes, global at the end and free at the start:
+    The DP runs backwards from that end over the reversed prefixes, global at
+    the end and free at the start:
 
         R[a][b] = best score of x[i1-a:i1] against y[j1-b:j1] ending at (i1, j1)
 
@@ -451,27 +451,6 @@ def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
     start to the end, so the operations come out in forward order; ties prefer
     the diagonal, then I, then D. Returns (qstart, qend, tstart, tend, ops, status).
     """
-    m = x.shape[0]
-    n = y.shape[0]
-    row = np.zeros(n + 1, np.int64)
-    best = 0
-    i1 = 0
-    j1 = 0
-    for i in range(1, m + 1):
-        diag = 0
-        for j in range(1, n + 1):
-            up = row[j]
-            h = max(0, diag + _w(x[i - 1], y[j - 1], c1, c2), max(up, row[j - 1]) - gap)
-            diag = up
-            row[j] = h
-            if h > best:
-                best = h
-                i1 = i
-                j1 = j
-    if best != score:
-        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
-    if best == 0:
-        return 0, 0, 0, 0, 0, ALIGN_OK
     # Columns pass 2 may need: a gap run costs g each and the score is at most
     # c1 * i1, so an optimal alignment has at most c1 * i1 / g deletions.
     width = j1 if gap == 0 else min(j1, i1 + (c1 * i1) // gap + 1)
@@ -537,19 +516,6 @@ def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
             b -= 1
         count += 1
     return i1 - sa, i1, j1 - sb, j1, count, ALIGN_OK
-
-
-def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
-                op_offsets, ops, op_counts, coords, status):
-    """Alignments of many (query, target) pairs with known scores, in parallel (linear gaps).
-
-    codes: all sequences' text codes, concatenated; pair p is query
-    codes[q_start[p]:+q_len[p]] and target codes[t_start[p]:+t_len[p]].
-    Pair p may write up to q_len + t_len ops from op_offsets[p].
-    coords[p] = (query start, query end, target start, target end).
-    """
-    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, max_cells,
-                 op_offsets, ops, op_counts, coords, status)
 
 
 # --------------------------------------------------------------------------
@@ -668,26 +634,21 @@ def dpx_bias(scoring_open: int, c2: int) -> int:
 
 
 # --------------------------------------------------------------------------
+# --------------------------------------------------------------------------
 # Affine alignment of the survivors, on the host: three-state traceback.
 # --------------------------------------------------------------------------
 
 @njit(cache=True)
-def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
-    """One optimal local alignment with affine gaps; returns (qstart, qend, tstart, tend, ops, status).
+def _trace_affine(x, y, i1, j1, score, c1, c2, go, ge, max_cells, ops, base):
+    """Pass 2 of an affine-gap alignment whose end (i1, j1) (1-based, score > 0) pass 1 found.
 
-    Pass 1 (linear space) finds the end: the first cell (i1, j1) in row-major
-    order whose H equals the best. Pass 2 fills the three Gotoh matrices over
-    rows 1..i1 and the columns j1 - width .. j1 that an alignment ending there
-    can reach (its gaps cost at least O + (L - 1) E against at most c1 per
-    query base), keeping for each cell where H, E and F came from; the
-    traceback walks from (i1, j1) in state H until H is 0. Ties prefer the
-    diagonal, then F (I), then E (D); inside a gap, extending before opening.
+    It fills the three Gotoh matrices over rows 1..i1 and the columns
+    j1 - width .. j1 that an alignment ending there can reach (its gaps cost
+    at least O + (L - 1) E against at most c1 per query base), keeping for
+    each cell where H, E and F came from; the traceback walks from (i1, j1)
+    in state H until H is 0. Ties prefer the diagonal, then F (I), then E (D);
+    inside a gap, extending before opening. Returns (qstart, qend, tstart, tend, ops, status).
     """
-    i1, j1, best = _end_of_best(x, y, c1, c2, go, ge)
-    if best != score:
-        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
-    if best == 0:
-        return 0, 0, 0, 0, 0, ALIGN_OK
     # Deletions (target bases only) an alignment with this score can hold.
     if ge > 0:
         gaps = (c1 * i1 - go) // ge + 1 if c1 * i1 >= go else 0
@@ -797,7 +758,12 @@ def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
 
 @njit(cache=True)
 def _end_of_best(x, y, c1, c2, go, ge):
-    """(i1, j1, best): the first cell in row-major order (1-based) holding the best H."""
+    """(i1, j1, best): the first cell in row-major order (1-based) holding the best H.
+
+    The scalar pass 1 (int64), for pairs whose scores may not fit the lanes of
+    :func:`_pass1_group`. Linear gaps are go = ge = g: E and F then equal
+    H[i][j-1] - g and H[i-1][j] - g, so H is the linear DP's.
+    """
     m = x.shape[0]
     n = y.shape[0]
     hrow = np.zeros(n + 1, np.int64)     # H[i - 1][*], then H[i][*]
@@ -826,34 +792,378 @@ def _end_of_best(x, y, c1, c2, go, ge):
     return i1, j1, best
 
 
+# --------------------------------------------------------------------------
+# Pass 1 across pairs: inter-sequence SIMD (Rognes, "Faster Smith-Waterman
+# database searches with inter-sequence SIMD parallelisation", BMC
+# Bioinformatics 12:221, 2011, SWIPE). LANES pairs run the same DP at once,
+# one pair per lane; each cell is a loop over the lanes of contiguous arrays
+# of one integer type, without branches, which LLVM turns into vector
+# instructions (32 int16 lanes: one AVX-512 register or two AVX2 ones).
+#
+# The lanes of a group are padded to the group's longest query (rows) and
+# target (columns): query padding and N are code 4, target padding and N code
+# 5, so a lane compares its two codes with one == and N never matches. The
+# pairs are sorted by (query length, target length) before grouping, so that
+# padding stays small.
+#
+# Why padding never moves a lane's end (the first cell in row-major order
+# holding the best H). A real cell (i <= m, j <= n) depends only on cells
+# (i' <= i, j' <= j), all real: real cells keep their values. A padded cell
+# (i > m or j > n) scores a mismatch, -c2 <= 0, on its diagonal, and its E
+# and F are H of a cell to its left or above minus O + (L - 1) E >= 0 (or
+# -O <= 0); so with c2, O, E >= 0 (linear gaps: O = E = g), which the planner
+# checks before it uses the lanes,
+#     H(padded) <= max(0, H of cells before it in row-major order)
+# and by induction H(padded) <= the lane's best among the real cells before
+# it. A padded cell therefore never holds a new best, and one holding the
+# best comes after a real cell that does. This holds for a mismatch of 0 and
+# for gaps of 0 alike (equal, never greater).
+#
+# Where the best is. A strict "h > best" per cell would need per-lane state
+# carried from cell to cell, which keeps LLVM from vectorizing; instead every
+# column j keeps colbest[j], its largest H so far, and colrow[j], the first
+# row reaching it (strict >, rows in increasing order). The lane's end is
+# then the smallest (colrow[j], j) among the real columns with
+# colbest[j] == best: column j* of the end records exactly its row (no cell
+# above it reaches the best, none below exceeds it), and every other record
+# is a cell holding the best, hence not before the end in row-major order
+# (padded rows and columns included, by the paragraph above).
+#
+# Layout. The DP runs over strips of at most _STRIP columns (memory stays
+# O(strip) per group however long the targets); a strip is one flat array
+# with a row of K * LANES values per column slot s (slot 0 is the column
+# before the strip), field f of lane k at s * K * LANES + f * LANES + k:
+# constant strides, so that LLVM proves the fields of neighbouring slots
+# apart (a 2-D array's runtime stride would hide that). H alternates between
+# two fields, row by row (one row function per parity, the fields as
+# constants). The last column's H (and E) of every row is kept for the next
+# strip in edge arrays. Indices are cast to unsigned so that Numba emits no
+# negative-index wraparound.
+#
+# Lane width. Every H of a lane is at most c1 * min(m, n) (at most that many
+# matches; padded cells never exceed the best), and every intermediate is at
+# least -max(c2, O + E); rows up to the query length are stored. int16 lanes
+# are used where these fit, int32 where they fit that, and the scalar
+# :func:`_end_of_best` otherwise (:func:`plan_groups`).
+# --------------------------------------------------------------------------
+
+LANES = 32
+"""Pairs per pass-1 group (one per SIMD lane)."""
+
+_STRIP = 1024   # columns per strip of pass 1
+_HA, _HB, _CB, _CR, _TC, _FV, _EV = 0, 1, 2, 3, 4, 5, 6   # fields: H (two rows), colbest, colrow, target code, F, E
+_K_LINEAR = 5   # fields of a linear strip
+_K_AFFINE = 7   # fields of an affine strip
+_T_N = 5        # target-side code of N and of padding (the query side uses CODE_N)
+_U = np.uint64  # index type without wraparound
+
+KIND_INT16, KIND_INT32, KIND_SCALAR = 0, 1, 2
+"""How pass 1 runs for a group (:func:`plan_groups`)."""
+
+
+def _as_lane(ref, v):
+    """v converted to ref's dtype (wrapping), in jitted code; ``ref`` an array."""
+    return v
+
+
+@overload(_as_lane, inline="always")
+def _ol_as_lane(ref, v):
+    lane = ref.dtype
+
+    def impl(ref, v):
+        return lane(v)
+    return impl
+
+
+@njit(cache=True, inline="always")
+def _row_linear(S, Q, i, width, pf, cf, c1, mc2, g, zero):
+    """Row i of a linear strip: H[i - 1] in field pf, H[i] into field cf."""
+    stride = _K_LINEAR * LANES
+    row = _as_lane(S, i)
+    qo = (i - 1) * LANES
+    for s in range(1, width + 1):
+        r = s * stride
+        rp = r - stride
+        for k in range(LANES):
+            w = c1 if Q[_U(qo + k)] == S[_U(r + _TC * LANES + k)] else mc2
+            d = _as_lane(S, S[_U(rp + pf * LANES + k)] + w)
+            gp = _as_lane(S, max(S[_U(r + pf * LANES + k)], S[_U(rp + cf * LANES + k)]) - g)
+            h = max(max(d, zero), gp)
+            S[_U(r + cf * LANES + k)] = h
+            cb = S[_U(r + _CB * LANES + k)]
+            cr = S[_U(r + _CR * LANES + k)]
+            S[_U(r + _CR * LANES + k)] = row if h > cb else cr
+            S[_U(r + _CB * LANES + k)] = max(h, cb)
+
+
+@njit(cache=True, inline="always")
+def _row_affine(S, Q, i, width, pf, cf, c1, mc2, go, ge, zero):
+    """Row i of an affine strip: H[i - 1] in field pf, H[i] into field cf; E and F in place."""
+    stride = _K_AFFINE * LANES
+    row = _as_lane(S, i)
+    qo = (i - 1) * LANES
+    for s in range(1, width + 1):
+        r = s * stride
+        rp = r - stride
+        for k in range(LANES):
+            w = c1 if Q[_U(qo + k)] == S[_U(r + _TC * LANES + k)] else mc2
+            up = S[_U(r + pf * LANES + k)]
+            e = max(_as_lane(S, S[_U(rp + _EV * LANES + k)] - ge), _as_lane(S, S[_U(rp + cf * LANES + k)] - go))
+            f = max(_as_lane(S, S[_U(r + _FV * LANES + k)] - ge), _as_lane(S, up - go))
+            d = _as_lane(S, S[_U(rp + pf * LANES + k)] + w)
+            h = max(max(d, zero), max(e, f))
+            S[_U(r + cf * LANES + k)] = h
+            S[_U(r + _EV * LANES + k)] = e
+            S[_U(r + _FV * LANES + k)] = f
+            cb = S[_U(r + _CB * LANES + k)]
+            cr = S[_U(r + _CR * LANES + k)]
+            S[_U(r + _CR * LANES + k)] = row if h > cb else cr
+            S[_U(r + _CB * LANES + k)] = max(h, cb)
+
+
+@njit(cache=True, inline="always")
+def _edge_in(S, Hb, Eb, i, cf, affine):
+    """Slot 0 of row i (the column before the strip): H and E kept from the previous strip."""
+    for k in range(LANES):
+        S[cf * LANES + k] = Hb[i * LANES + k]
+        if affine:
+            S[_EV * LANES + k] = Eb[i * LANES + k]
+
+
+@njit(cache=True, inline="always")
+def _edge_out(S, Hb, Eb, i, cf, width, stride, affine):
+    """Keep row i's last column (H and E) of the strip for the next one."""
+    for k in range(LANES):
+        Hb[i * LANES + k] = S[width * stride + cf * LANES + k]
+        if affine:
+            Eb[i * LANES + k] = S[width * stride + _EV * LANES + k]
+
+
+@njit(cache=True, inline="always")
+def _rows(S, Q, Hb, Eb, i, width, pf, cf, affine, c1, mc2, go, ge, zero):
+    stride = _K_AFFINE * LANES if affine else _K_LINEAR * LANES
+    _edge_in(S, Hb, Eb, i, cf, affine)
+    if affine:
+        _row_affine(S, Q, i, width, pf, cf, c1, mc2, go, ge, zero)
+    else:
+        _row_linear(S, Q, i, width, pf, cf, c1, mc2, go, zero)
+    _edge_out(S, Hb, Eb, i, cf, width, stride, affine)
+
+
+@njit(cache=True)
+def _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge, affine, best, bi, bj):
+    """Pass 1 of up to LANES pairs at once in lanes of proto's dtype (int16 or int32).
+
+    lanes[k]: the pair of lane k, or -1. best[k], bi[k], bj[k]: the lane's
+    best H and its first cell in row-major order (1-based; 0, 0 when the best
+    is 0), as :func:`_end_of_best` returns them. Linear gaps: go = ge = g.
+    """
+    m = 0
+    n = 0
+    for k in range(LANES):
+        best[k] = 0
+        bi[k] = 0
+        bj[k] = 0
+        p = lanes[k]
+        if p >= 0:
+            m = max(m, q_len[p])
+            n = max(n, t_len[p])
+    if m == 0 or n == 0:
+        return
+    Q = np.empty(m * LANES, proto.dtype)    # Q[(i - 1) * LANES + k]: query code of row i
+    for k in range(LANES):
+        p = lanes[k]
+        length = q_len[p] if p >= 0 else 0
+        for i in range(m):
+            c = codes[q_start[p] + i] if i < length else CODE_N
+            Q[i * LANES + k] = min(c, CODE_N)
+    stride = _K_AFFINE * LANES if affine else _K_LINEAR * LANES
+    strip = min(n, _STRIP)
+    S = np.zeros((strip + 1) * stride, proto.dtype)
+    Hb = np.zeros((m + 1) * LANES, proto.dtype)                     # H[i][j0 - 1]: 0 left of the matrix
+    Eb = np.full((m + 1) * LANES, _as_lane(proto, -go), proto.dtype)  # E[i][j0 - 1]: -O left of the matrix
+    c1_ = _as_lane(proto, c1)
+    mc2 = _as_lane(proto, -c2)
+    go_ = _as_lane(proto, go)
+    ge_ = _as_lane(proto, ge)
+    zero = _as_lane(proto, 0)
+    for j0 in range(0, n, strip):       # the strip holds columns j0 + 1 .. j0 + width (1-based)
+        width = min(strip, n - j0)
+        for k in range(LANES):
+            p = lanes[k]
+            length = t_len[p] if p >= 0 else 0
+            S[_HA * LANES + k] = 0      # H[0][j0]
+            for s in range(1, width + 1):
+                j = j0 + s - 1
+                c = codes[t_start[p] + j] if j < length else _T_N
+                r = s * stride
+                S[r + _TC * LANES + k] = _T_N if c >= CODE_N else c
+                S[r + _HA * LANES + k] = 0          # H[0][j]
+                S[r + _CB * LANES + k] = 0
+                S[r + _CR * LANES + k] = 0
+                if affine:
+                    S[r + _FV * LANES + k] = -go    # F[0][j]
+        i = 1
+        while i <= m:
+            _rows(S, Q, Hb, Eb, i, width, _HA, _HB, affine, c1_, mc2, go_, ge_, zero)
+            if i + 1 <= m:
+                _rows(S, Q, Hb, Eb, i + 1, width, _HB, _HA, affine, c1_, mc2, go_, ge_, zero)
+            i += 2
+        for k in range(LANES):
+            p = lanes[k]
+            if p < 0:
+                continue
+            real = min(width, t_len[p] - j0)
+            b = best[k]
+            ri = bi[k]
+            rj = bj[k]
+            for s in range(1, real + 1):
+                r = s * stride
+                cb = np.int64(S[r + _CB * LANES + k])
+                cr = np.int64(S[r + _CR * LANES + k])
+                if cb > b or (cb == b and cr < ri):
+                    b = cb
+                    ri = cr
+                    rj = j0 + s
+            best[k] = b
+            bi[k] = ri
+            bj[k] = rj
+
+
 @njit(parallel=True, cache=True)
+def _align_groups(codes, q_start, q_len, t_start, t_len, scores, groups, kinds, run_order, c1, c2, go, ge, affine,
+                  max_cells, op_offsets, ops, op_counts, coords, status):
+    """Both passes for every group of pairs (groups[g]: LANES pair indices, -1 for none), in parallel.
+
+    Pass 1 as kinds[g] says (:data:`KIND_INT16` ...); pass 2 per pair
+    (:func:`_trace_linear`, :func:`_trace_affine`). Linear gaps: go = ge = g.
+    """
+    for t in prange(run_order.shape[0]):
+        g = run_order[t]
+        lanes = groups[g]
+        best = np.zeros(LANES, np.int64)
+        bi = np.zeros(LANES, np.int64)
+        bj = np.zeros(LANES, np.int64)
+        kind = kinds[g]
+        if kind == KIND_INT16:
+            _pass1_group(np.zeros(0, np.int16), codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge,
+                         affine, best, bi, bj)
+        elif kind == KIND_INT32:
+            _pass1_group(np.zeros(0, np.int32), codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge,
+                         affine, best, bi, bj)
+        else:
+            for k in range(LANES):
+                p = lanes[k]
+                if p >= 0:
+                    x = codes[q_start[p]:q_start[p] + q_len[p]]
+                    y = codes[t_start[p]:t_start[p] + t_len[p]]
+                    bi[k], bj[k], best[k] = _end_of_best(x, y, c1, c2, go, ge)
+        for k in range(LANES):
+            p = lanes[k]
+            if p < 0:
+                continue
+            score = np.int64(scores[p])
+            qs = 0
+            qe = 0
+            ts = 0
+            te = 0
+            count = 0
+            bad = ALIGN_OK
+            if best[k] != score:
+                bad = ALIGN_SCORE_DIFFERS
+            elif score > 0:
+                x = codes[q_start[p]:q_start[p] + q_len[p]]
+                y = codes[t_start[p]:t_start[p] + t_len[p]]
+                if affine:
+                    qs, qe, ts, te, count, bad = _trace_affine(x, y, bi[k], bj[k], score, c1, c2, go, ge,
+                                                               max_cells, ops, op_offsets[p])
+                else:
+                    qs, qe, ts, te, count, bad = _trace_linear(x, y, bi[k], bj[k], score, c1, c2, go,
+                                                               max_cells, ops, op_offsets[p])
+            coords[p, 0] = qs
+            coords[p, 1] = qe
+            coords[p, 2] = ts
+            coords[p, 3] = te
+            op_counts[p] = count
+            status[p] = bad
+
+
+INT16_MAX = 32767
+INT32_MAX = 2 ** 31 - 1
+
+
+def plan_groups(q_len, t_len, c1, c2, go, ge, threads=None):
+    """(groups, kinds, run_order) for :func:`_align_groups`.
+
+    Pairs sorted by (query length, target length) fill groups of LANES (fewer
+    per group when there are too few pairs to give every thread a group).
+    kinds[g]: int16 lanes where every score and intermediate of the group fits
+    them (module notes: H <= c1 * min(m, n), intermediates >= -max(c2, O + E),
+    rows <= m), int32 where those fit, else the scalar pass 1; the scalar one
+    also for negative penalties, where the padding argument fails.
+    run_order: the groups in a fixed shuffled order, so that threads taking
+    contiguous chunks get groups of mixed sizes.
+    """
+    from numba import get_num_threads
+
+    q_len = np.asarray(q_len, np.int64)
+    t_len = np.asarray(t_len, np.int64)
+    pairs = q_len.shape[0]
+    threads = get_num_threads() if threads is None else threads
+    per = min(LANES, max(1, -(-pairs // max(1, threads))))
+    count = -(-pairs // per) if pairs else 0
+    order = np.lexsort((t_len, q_len))
+    groups = np.full((count, LANES), -1, np.int64)
+    slots = np.full(count * per, -1, np.int64)
+    slots[:pairs] = order
+    groups[:, :per] = slots.reshape(count, per)
+    real = groups >= 0
+    shortest = np.where(real, np.minimum(q_len[groups], t_len[groups]), 0).max(axis=1, initial=0)
+    rows = np.where(real, q_len[groups], 0).max(axis=1, initial=0)
+    bound = float(max(c1, 0)) * shortest.astype(np.float64)
+    low = max(int(c2), int(go) + int(ge))
+    kinds = np.full(count, KIND_SCALAR, np.int8)
+    if min(int(c1), int(c2), int(go), int(ge)) >= 0:
+        fits32 = (bound <= INT32_MAX) & (rows <= INT32_MAX) & (int(c1) <= INT32_MAX) & (low <= 2 ** 30)
+        fits16 = (bound <= INT16_MAX) & (rows <= INT16_MAX) & (int(c1) <= INT16_MAX) & (low <= 2 ** 14)
+        kinds[fits32] = KIND_INT32
+        kinds[fits16] = KIND_INT16
+    run_order = np.random.default_rng(0).permutation(count).astype(np.int64)
+    return groups, kinds, run_order
+
+
 def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
                  op_offsets, ops, op_counts, coords, status):
-    """The parallel driver of :func:`align_pairs` (affine False: linear gaps of go, ge unused)
-    and :func:`align_pairs_affine` (affine True: a gap of length L scores -(go + (L - 1) ge))."""
-    for p in prange(scores.shape[0]):
-        x = codes[q_start[p]:q_start[p] + q_len[p]]
-        y = codes[t_start[p]:t_start[p] + t_len[p]]
-        if affine:
-            qs, qe, ts, te, count, bad = _align_one_affine(x, y, np.int64(scores[p]), c1, c2, go, ge, max_cells,
-                                                           ops, op_offsets[p])
-        else:
-            qs, qe, ts, te, count, bad = _align_one(x, y, np.int64(scores[p]), c1, c2, go, max_cells,
-                                                    ops, op_offsets[p])
-        coords[p, 0] = qs
-        coords[p, 1] = qe
-        coords[p, 2] = ts
-        coords[p, 3] = te
-        op_counts[p] = count
-        status[p] = bad
+    groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
+    if groups.shape[0] == 0:
+        return
+    _align_groups(codes, q_start, q_len, t_start, t_len, scores, groups, kinds, run_order, np.int64(c1),
+                  np.int64(c2), np.int64(go), np.int64(ge), affine, np.int64(max_cells), op_offsets, ops,
+                  op_counts, coords, status)
+
+
+def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
+                op_offsets, ops, op_counts, coords, status):
+    """Alignments of many (query, target) pairs with known scores, in parallel (linear gaps).
+
+    codes: all sequences' text codes, concatenated; pair p is query
+    codes[q_start[p]:+q_len[p]] and target codes[t_start[p]:+t_len[p]].
+    Pair p may write up to q_len + t_len ops from op_offsets[p].
+    coords[p] = (query start, query end, target start, target end).
+    Each alignment is two passes: pass 1 finds the end (the first cell in
+    row-major order holding the best H), LANES pairs at once
+    (:func:`_pass1_group`); pass 2 the start and the operations (:func:`_trace_linear`).
+    """
+    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, max_cells,
+                 op_offsets, ops, op_counts, coords, status)
 
 
 def align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, max_cells,
                        op_offsets, ops, op_counts, coords, status):
-    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge))."""
+    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge)); pass 2 is
+    :func:`_trace_affine`."""
     _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, True, max_cells,
                  op_offsets, ops, op_counts, coords, status)
-
 
 @njit(parallel=True, cache=True)
 def count_bases(codes, starts, lengths, counts):
