@@ -450,18 +450,35 @@ def _trace_linear(x, y, i1, j1, score, c1, c2, gap, max_cells, ops, base):
     (any such alignment is an optimal local one). Its traceback runs from the
     start to the end, so the operations come out in forward order; ties prefer
     the diagonal, then I, then D. Returns (qstart, qend, tstart, tend, ops, status).
+
+    Only part of R is filled. R <= score everywhere (an alignment ending at
+    (i1, j1) is a local one), and an alignment with R == score (an optimal
+    one) has I + D <= G = (c1 * i1 - score) // g gap positions (score =
+    c1 M - c2 X - g (I + D), M <= i1): its cells have |b - a| <= G and
+    b <= i1 + G. So the columns go up to min(j1, i1 + G + 1), and row a only
+    over the band |b - a| <= G; a cell beside the band reads -g (a + b), the
+    all-gap alignment's score, at most R. Every computed value is then at
+    most R, and exact on every cell of an optimal alignment (all in the band),
+    so the cells holding the score are the full matrix's; so are the moves
+    where the traceback goes: a neighbour reaching a cell's maximum lies on
+    an optimal alignment, hence in the band with its exact value. g = 0: no
+    bound (every column up to j1, no band).
     """
-    # Columns pass 2 may need: a gap run costs g each and the score is at most
-    # c1 * i1, so an optimal alignment has at most c1 * i1 / g deletions.
-    width = j1 if gap == 0 else min(j1, i1 + (c1 * i1) // gap + 1)
-    if (i1 + 1) * (width + 1) > max_cells:
-        return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
+    if gap > 0:
+        band = (c1 * i1 - score) // gap   # >= 0: score <= c1 * min(i1, j1)
+        width = min(j1, i1 + band + 1)
+    else:
+        width = j1
+        band = i1 + j1 + 1                # every cell
     rows = i1 + 1
     cols = width + 1
+    if rows * cols > max_cells:
+        return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
     moves = np.empty((rows, cols), np.uint8)   # 0 diagonal, 1 I (query only), 2 D (target only)
     prev = np.empty(cols, np.int64)
     cur = np.empty(cols, np.int64)
-    for b in range(cols):
+    hi = min(cols - 1, band)
+    for b in range(hi + 1):
         prev[b] = -gap * b
         moves[0, b] = 2
     sa = -1
@@ -469,11 +486,24 @@ def _trace_linear(x, y, i1, j1, score, c1, c2, gap, max_cells, ops, base):
     if prev[0] == score:
         sa = 0
         sb = 0
-    for a in range(1, rows):
-        cur[0] = -gap * a
-        moves[a, 0] = 1
+    a = 1
+    while sa < 0 and a < rows:
+        lo = max(0, a - band)
+        top = min(cols - 1, a + band)
+        if lo > top:
+            break
+        if top > hi:
+            prev[top] = -gap * (a - 1 + top)   # above the band of row a - 1
+        hi = top
+        if lo == 0:
+            cur[0] = -gap * a
+            moves[a, 0] = 1
+            first = 1
+        else:
+            cur[lo - 1] = -gap * (a + lo - 1)  # left of the band
+            first = lo
         xa = x[i1 - a]
-        for b in range(1, cols):
+        for b in range(first, hi + 1):
             d = prev[b - 1] + _w(xa, y[j1 - b], c1, c2)
             ins = prev[b] - gap
             dele = cur[b - 1] - gap
@@ -487,16 +517,13 @@ def _trace_linear(x, y, i1, j1, score, c1, c2, gap, max_cells, ops, base):
                 mv = 2
             cur[b] = v
             moves[a, b] = mv
-        if sa < 0:
-            for b in range(cols):
-                if cur[b] == score:
-                    sa = a
-                    sb = b
-                    break
-        for b in range(cols):
-            prev[b] = cur[b]
-        if sa >= 0:
-            break
+        for b in range(lo, hi + 1):
+            if cur[b] == score:
+                sa = a
+                sb = b
+                break
+        prev, cur = cur, prev
+        a += 1
     if sa < 0:
         return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
     a = sa
@@ -643,23 +670,42 @@ def _trace_affine(x, y, i1, j1, score, c1, c2, go, ge, max_cells, ops, base):
     """Pass 2 of an affine-gap alignment whose end (i1, j1) (1-based, score > 0) pass 1 found.
 
     It fills the three Gotoh matrices over rows 1..i1 and the columns
-    j1 - width .. j1 that an alignment ending there can reach (its gaps cost
-    at least O + (L - 1) E against at most c1 per query base), keeping for
+    j1 - width .. j1 that an alignment ending there can reach, keeping for
     each cell where H, E and F came from; the traceback walks from (i1, j1)
     in state H until H is 0. Ties prefer the diagonal, then F (I), then E (D);
     inside a gap, extending before opening. Returns (qstart, qend, tstart, tend, ops, status).
+
+    The window. An optimal alignment ending at (i1, j1) (score = c1 M - c2 X
+    - gaps, M <= i1) has G <= (c1 * i1 - score - O) // E + 1 gap positions
+    when O >= E (G positions cost at least O + (G - 1) E; none when
+    c1 * i1 - score < O), so it spans at most i1 + G target bases, and each
+    of its cells (a, b) (b counted from the window's first column) lies in
+    the band |(width - b) - (i1 - a)| <= G. Only the band is filled; a cell
+    beside it reads H = 0 and E = F = -O, the values at the window's edge,
+    which are at most the true ones (H >= 0 and E, F >= -O everywhere). So
+    every computed value is at most the full matrix's, and exact on the cells
+    of optimal alignments (all in the band): the traceback, which only visits
+    such cells and whose ties are between such cells, is the full matrix's.
+    E = 0 (or O < E, which Scoring.check refuses): the window of a gap of any
+    length (E = 0), or c1 * i1 / E deletions (O < E), and no band.
     """
-    # Deletions (target bases only) an alignment with this score can hold.
-    if ge > 0:
+    if ge > 0 and go >= ge:
+        spare = c1 * i1 - score          # >= 0: score <= c1 * min(i1, j1)
+        band = (spare - go) // ge + 1 if spare >= go else 0
+        width = min(j1, i1 + band + 1)
+    elif ge > 0:
         gaps = (c1 * i1 - go) // ge + 1 if c1 * i1 >= go else 0
-        width = min(j1, i1 + gaps + 1)   # gaps >= 0: the floor division is of a non-negative value
+        width = min(j1, i1 + gaps + 1)
+        band = i1 + j1 + 1               # every cell
     else:
         width = j1   # extension free: any length
+        band = i1 + j1 + 1
     j0 = j1 - width
     rows = i1 + 1
     cols = width + 1
     if rows * cols > max_cells:
         return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
+    off = width - i1   # the end's diagonal: b - a at (i1, width)
     # moves bits: 0-1 H source (0 stop/zero, 1 diagonal, 2 F, 3 E); bit 2: E extends; bit 3: F extends
     moves = np.zeros((rows, cols), np.uint8)
     hprev = np.zeros(cols, np.int64)
@@ -668,11 +714,15 @@ def _trace_affine(x, y, i1, j1, score, c1, c2, go, ge, max_cells, ops, base):
     fcur = np.full(cols, -go, np.int64)
     end_h = -1
     for a in range(1, rows):
-        hcur[0] = 0
-        fcur[0] = -go
+        lo = max(1, a + off - band)
+        hi = min(cols - 1, a + off + band)
+        if lo > hi:
+            continue   # rows above the band: nothing written, the edge values stay
+        hcur[lo - 1] = 0
+        fcur[lo - 1] = -go
         e = -go
         xa = x[a - 1]
-        for b in range(1, cols):
+        for b in range(lo, hi + 1):
             yb = y[j0 + b - 1]
             mv = 0
             e_ext = e - ge
@@ -704,11 +754,10 @@ def _trace_affine(x, y, i1, j1, score, c1, c2, go, ge, max_cells, ops, base):
             hcur[b] = h
             fcur[b] = f
             moves[a, b] = mv | src
-        for b in range(cols):
-            hprev[b] = hcur[b]
-            fprev[b] = fcur[b]
+        hprev, hcur = hcur, hprev
+        fprev, fcur = fcur, fprev
         if a == rows - 1:
-            end_h = hcur[cols - 1]
+            end_h = hprev[cols - 1]
     if end_h != score:
         return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
     # Traceback from (i1, j1) = (rows - 1, cols - 1), ops collected backwards.
