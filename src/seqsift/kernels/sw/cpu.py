@@ -1018,7 +1018,7 @@ def _block(S, Q, Hb, Eb, i, width, pa, pb, affine, c1, mc2, go, ge, zero):
                 Eb[(i + r) * LANES + k] = S[last + (_EL + r) * LANES + k]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge, affine, best, bi, bj):
     """Pass 1 of up to LANES pairs at once in lanes of proto's dtype (int16 or int32).
 
@@ -1100,62 +1100,105 @@ def _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go
             bj[k] = rj
 
 
-@njit(parallel=True, cache=True)
-def _align_groups(codes, q_start, q_len, t_start, t_len, scores, groups, kinds, run_order, c1, c2, go, ge, affine,
-                  max_cells, op_offsets, ops, op_counts, coords, status):
-    """Both passes for every group of pairs (groups[g]: LANES pair indices, -1 for none), in parallel.
+@njit(cache=True, inline="always")
+def _finish(p, result, coords, op_counts, status):
+    qs, qe, ts, te, count, bad = result
+    coords[p, 0] = qs
+    coords[p, 1] = qe
+    coords[p, 2] = ts
+    coords[p, 3] = te
+    op_counts[p] = count
+    status[p] = bad
 
-    Pass 1 as kinds[g] says (:data:`KIND_INT16` ...); pass 2 per pair
-    (:func:`_trace_linear`, :func:`_trace_affine`). Linear gaps: go = ge = g.
-    """
-    for t in prange(run_order.shape[0]):
-        g = run_order[t]
-        lanes = groups[g]
+
+@njit(cache=True)
+def _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, g, max_cells,
+                  op_offsets, ops, op_counts, coords, status):
+    """Pass 2 (:func:`_trace_linear`) of every pair of a group whose pass 1 gave best, bi, bj:
+    coords, op_counts, status and the ops of each pair written."""
+    for k in range(LANES):
+        p = lanes[k]
+        if p < 0:
+            continue
+        score = np.int64(scores[p])
+        result = (0, 0, 0, 0, 0, ALIGN_OK if best[k] == score else ALIGN_SCORE_DIFFERS)
+        if best[k] == score and score > 0:
+            x = codes[q_start[p]:q_start[p] + q_len[p]]
+            y = codes[t_start[p]:t_start[p] + t_len[p]]
+            result = _trace_linear(x, y, bi[k], bj[k], score, c1, c2, g, max_cells, ops, op_offsets[p])
+        _finish(p, result, coords, op_counts, status)
+
+
+@njit(cache=True)
+def _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge, max_cells,
+                  op_offsets, ops, op_counts, coords, status):
+    """:func:`_pass2_linear` with affine gaps (:func:`_trace_affine`)."""
+    for k in range(LANES):
+        p = lanes[k]
+        if p < 0:
+            continue
+        score = np.int64(scores[p])
+        result = (0, 0, 0, 0, 0, ALIGN_OK if best[k] == score else ALIGN_SCORE_DIFFERS)
+        if best[k] == score and score > 0:
+            x = codes[q_start[p]:q_start[p] + q_len[p]]
+            y = codes[t_start[p]:t_start[p] + t_len[p]]
+            result = _trace_affine(x, y, bi[k], bj[k], score, c1, c2, go, ge, max_cells, ops, op_offsets[p])
+        _finish(p, result, coords, op_counts, status)
+
+
+# One driver per gap model, each specialized per lane type (proto's dtype) when first called, so that a
+# run compiles only the pass 1 it uses (pass 1 is inlined into the driver, compiled once there).
+
+@njit(parallel=True, cache=True)
+def _align_lanes_linear(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, g,
+                        max_cells, op_offsets, ops, op_counts, coords, status):
+    """Both passes of the groups groups[run] (groups[g]: LANES pair indices, -1 for none), in
+    parallel, pass 1 in lanes of proto's dtype; linear gaps."""
+    for t in prange(run.shape[0]):
+        lanes = groups[run[t]]
         best = np.zeros(LANES, np.int64)
         bi = np.zeros(LANES, np.int64)
         bj = np.zeros(LANES, np.int64)
-        kind = kinds[g]
-        if kind == KIND_INT16:
-            _pass1_group(np.zeros(0, np.int16), codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge,
-                         affine, best, bi, bj)
-        elif kind == KIND_INT32:
-            _pass1_group(np.zeros(0, np.int32), codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge,
-                         affine, best, bi, bj)
-        else:
-            for k in range(LANES):
-                p = lanes[k]
-                if p >= 0:
-                    x = codes[q_start[p]:q_start[p] + q_len[p]]
-                    y = codes[t_start[p]:t_start[p] + t_len[p]]
-                    bi[k], bj[k], best[k] = _end_of_best(x, y, c1, c2, go, ge)
+        _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, g, g, False, best, bi, bj)
+        _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, g, max_cells,
+                      op_offsets, ops, op_counts, coords, status)
+
+
+@njit(parallel=True, cache=True)
+def _align_lanes_affine(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge,
+                        max_cells, op_offsets, ops, op_counts, coords, status):
+    """:func:`_align_lanes_linear` with affine gaps."""
+    for t in prange(run.shape[0]):
+        lanes = groups[run[t]]
+        best = np.zeros(LANES, np.int64)
+        bi = np.zeros(LANES, np.int64)
+        bj = np.zeros(LANES, np.int64)
+        _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge, True, best, bi, bj)
+        _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
+                      max_cells, op_offsets, ops, op_counts, coords, status)
+
+
+@njit(parallel=True, cache=True)
+def _align_scalar(codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge, affine,
+                  max_cells, op_offsets, ops, op_counts, coords, status):
+    """Both passes with the scalar int64 pass 1 (:func:`_end_of_best`), pair by pair."""
+    for t in prange(run.shape[0]):
+        lanes = groups[run[t]]
+        best = np.zeros(LANES, np.int64)
+        bi = np.zeros(LANES, np.int64)
+        bj = np.zeros(LANES, np.int64)
         for k in range(LANES):
             p = lanes[k]
-            if p < 0:
-                continue
-            score = np.int64(scores[p])
-            qs = 0
-            qe = 0
-            ts = 0
-            te = 0
-            count = 0
-            bad = ALIGN_OK
-            if best[k] != score:
-                bad = ALIGN_SCORE_DIFFERS
-            elif score > 0:
+            if p >= 0:
                 x = codes[q_start[p]:q_start[p] + q_len[p]]
                 y = codes[t_start[p]:t_start[p] + t_len[p]]
-                if affine:
-                    qs, qe, ts, te, count, bad = _trace_affine(x, y, bi[k], bj[k], score, c1, c2, go, ge,
-                                                               max_cells, ops, op_offsets[p])
-                else:
-                    qs, qe, ts, te, count, bad = _trace_linear(x, y, bi[k], bj[k], score, c1, c2, go,
-                                                               max_cells, ops, op_offsets[p])
-            coords[p, 0] = qs
-            coords[p, 1] = qe
-            coords[p, 2] = ts
-            coords[p, 3] = te
-            op_counts[p] = count
-            status[p] = bad
+                bi[k], bj[k], best[k] = _end_of_best(x, y, c1, c2, go, ge)
+        if affine:
+            _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
+                          max_cells, op_offsets, ops, op_counts, coords, status)
+        else:
+            _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go,
+                          max_cells, op_offsets, ops, op_counts, coords, status)
 
 
 INT16_MAX = 32767
@@ -1163,7 +1206,7 @@ INT32_MAX = 2 ** 31 - 1
 
 
 def plan_groups(q_len, t_len, c1, c2, go, ge, threads=None):
-    """(groups, kinds, run_order) for :func:`_align_groups`.
+    """(groups, kinds, run_order) for :func:`_align_lanes_linear` (affine) and :func:`_align_scalar`.
 
     Pairs sorted by (query length, target length) fill groups of LANES (fewer
     per group when there are too few pairs to give every thread a group).
@@ -1204,12 +1247,21 @@ def plan_groups(q_len, t_len, c1, c2, go, ge, threads=None):
 
 def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
                  op_offsets, ops, op_counts, coords, status):
+    """Plan the groups, then run each kind's driver on its groups."""
     groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
-    if groups.shape[0] == 0:
-        return
-    _align_groups(codes, q_start, q_len, t_start, t_len, scores, groups, kinds, run_order, np.int64(c1),
-                  np.int64(c2), np.int64(go), np.int64(ge), affine, np.int64(max_cells), op_offsets, ops,
-                  op_counts, coords, status)
+    c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
+    data = (codes, q_start, q_len, t_start, t_len, scores, groups)
+    out = (op_offsets, ops, op_counts, coords, status)
+    for kind, proto in ((KIND_INT16, np.int16), (KIND_INT32, np.int32), (KIND_SCALAR, None)):
+        run = run_order[kinds[run_order] == kind]
+        if run.size == 0:
+            continue
+        if proto is None:
+            _align_scalar(*data, run, c1, c2, go, ge, bool(affine), max_cells, *out)
+        elif affine:
+            _align_lanes_affine(np.zeros(0, proto), *data, run, c1, c2, go, ge, max_cells, *out)
+        else:
+            _align_lanes_linear(np.zeros(0, proto), *data, run, c1, c2, go, max_cells, *out)
 
 
 def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
