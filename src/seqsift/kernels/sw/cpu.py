@@ -503,15 +503,17 @@ def _trace_linear(x, y, i1, j1, score, c1, c2, gap, max_cells, ops, base):
             cur[lo - 1] = -gap * (a + lo - 1)  # left of the band
             first = lo
         xa = x[i1 - a]
-        same = c1 if xa < CODE_N else -c2   # w(xa, yb) where yb == xa
+        gain = (c1 + c2) if xa < CODE_N else 0   # w(xa, yb) = -c2 + gain where yb == xa
+        left = cur[first - 1]                    # kept in a register along the row
         for b in range(first, hi + 1):
-            d = prev[_U(b - 1)] + (same if xa == y[_U(j1 - b)] else -c2)
+            d = prev[_U(b - 1)] - c2 + gain * (xa == y[_U(j1 - b)])   # no branch: random pairs mispredict
             ins = prev[_U(b)] - gap
-            dele = cur[_U(b - 1)] - gap
+            dele = left - gap
             v = max(d, ins)
             mv = 1 if ins > d else 0
             mv = 2 if dele > v else mv
-            cur[_U(b)] = max(v, dele)
+            left = max(v, dele)
+            cur[_U(b)] = left
             moves[_U(a), _U(b)] = mv
         for b in range(lo, hi + 1):
             if cur[b] == score:
@@ -718,23 +720,25 @@ def _trace_affine(x, y, i1, j1, score, c1, c2, go, ge, max_cells, ops, base):
         fcur[lo - 1] = -go
         e = -go
         xa = x[a - 1]
-        same = c1 if xa < CODE_N else -c2   # w(xa, yb) where yb == xa
+        gain = (c1 + c2) if xa < CODE_N else 0   # w(xa, yb) = -c2 + gain where yb == xa
+        left = 0                            # H[a][lo - 1], kept in a register along the row
         for b in range(lo, hi + 1):
             e_ext = e - ge
-            e_open = hcur[_U(b - 1)] - go
+            e_open = left - go
             mv = 4 if e_ext >= e_open else 0
             e = max(e_ext, e_open)
             f_ext = fprev[_U(b)] - ge
             f_open = hprev[_U(b)] - go
             mv |= 8 if f_ext >= f_open else 0
             f = max(f_ext, f_open)
-            d = hprev[_U(b - 1)] + (same if xa == y[_U(j0 + b - 1)] else -c2)
+            d = hprev[_U(b - 1)] - c2 + gain * (xa == y[_U(j0 + b - 1)])
             src = 1 if d > 0 else 0
             h = max(d, 0)
             src = 2 if f > h else src
             h = max(h, f)
             src = 3 if e > h else src
             h = max(h, e)
+            left = h
             hcur[_U(b)] = h
             fcur[_U(b)] = f
             moves[_U(a), _U(b)] = mv | src
