@@ -607,8 +607,9 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
                              f"{max_cells:,} traceback cells; leave alignments out (align=False, --no-align)")
         raise ValueError(f"score {scores[p]} is not the Smith-Waterman score of pair {p} "
                          f"({bad.size} such pair(s))")
-    char_offsets = 2 * op_offsets
-    text = np.zeros(int(2 * room.sum()) + 1, np.uint8)
+    char_room = 2 * op_counts   # a run of L ops takes at most 2 L characters (cigar_bytes)
+    char_offsets = np.cumsum(char_room) - char_room
+    text = np.zeros(int(char_room.sum()) + 1, np.uint8)
     written = cigar_bytes(ops, op_offsets, op_counts, char_offsets, text)
     decoded = text.tobytes().decode("ascii")
     cigars = [decoded[a:a + w] if w else "*" for a, w in zip(char_offsets.tolist(), written.tolist())]

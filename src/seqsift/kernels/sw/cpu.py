@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 CODE_N = 4
 """Text code of N and of every non-ACGT character (seqsift.alphabet.NEVER)."""
@@ -437,12 +438,11 @@ def _w(a, b, c1, c2):
 
 
 @njit(cache=True)
-def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
-    """One local alignment of x (query) and y (target) with the given best score.
+def _trace_linear(x, y, i1, j1, score, c1, c2, gap, max_cells, ops, base):
+    """Pass 2 of a linear-gap alignment whose end (i1, j1) (1-based, score > 0) pass 1 found.
 
-    Pass 1 (linear space) finds the end: the first cell (i1, j1) in row-major
-    order whose H equals the best. Pass 2 runs the DP backwards from that end
-    over the reversed prefixes, global at the end and free at the start:
+    The DP runs backwards from that end over the reversed prefixes, global at
+    the end and free at the start:
 
         R[a][b] = best score of x[i1-a:i1] against y[j1-b:j1] ending at (i1, j1)
 
@@ -450,39 +450,35 @@ def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
     (any such alignment is an optimal local one). Its traceback runs from the
     start to the end, so the operations come out in forward order; ties prefer
     the diagonal, then I, then D. Returns (qstart, qend, tstart, tend, ops, status).
+
+    Only part of R is filled. R <= score everywhere (an alignment ending at
+    (i1, j1) is a local one), and an alignment with R == score (an optimal
+    one) has I + D <= G = (c1 * i1 - score) // g gap positions (score =
+    c1 M - c2 X - g (I + D), M <= i1): its cells have |b - a| <= G and
+    b <= i1 + G. So the columns go up to min(j1, i1 + G + 1), and row a only
+    over the band |b - a| <= G; a cell beside the band reads -g (a + b), the
+    all-gap alignment's score, at most R. Every computed value is then at
+    most R, and exact on every cell of an optimal alignment (all in the band),
+    so the cells holding the score are the full matrix's; so are the moves
+    where the traceback goes: a neighbour reaching a cell's maximum lies on
+    an optimal alignment, hence in the band with its exact value. g = 0: no
+    bound (every column up to j1, no band).
     """
-    m = x.shape[0]
-    n = y.shape[0]
-    row = np.zeros(n + 1, np.int64)
-    best = 0
-    i1 = 0
-    j1 = 0
-    for i in range(1, m + 1):
-        diag = 0
-        for j in range(1, n + 1):
-            up = row[j]
-            h = max(0, diag + _w(x[i - 1], y[j - 1], c1, c2), max(up, row[j - 1]) - gap)
-            diag = up
-            row[j] = h
-            if h > best:
-                best = h
-                i1 = i
-                j1 = j
-    if best != score:
-        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
-    if best == 0:
-        return 0, 0, 0, 0, 0, ALIGN_OK
-    # Columns pass 2 may need: a gap run costs g each and the score is at most
-    # c1 * i1, so an optimal alignment has at most c1 * i1 / g deletions.
-    width = j1 if gap == 0 else min(j1, i1 + (c1 * i1) // gap + 1)
-    if (i1 + 1) * (width + 1) > max_cells:
-        return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
+    if gap > 0:
+        band = (c1 * i1 - score) // gap   # >= 0: score <= c1 * min(i1, j1)
+        width = min(j1, i1 + band + 1)
+    else:
+        width = j1
+        band = i1 + j1 + 1                # every cell
     rows = i1 + 1
     cols = width + 1
+    if rows * cols > max_cells:
+        return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
     moves = np.empty((rows, cols), np.uint8)   # 0 diagonal, 1 I (query only), 2 D (target only)
     prev = np.empty(cols, np.int64)
     cur = np.empty(cols, np.int64)
-    for b in range(cols):
+    hi = min(cols - 1, band)
+    for b in range(hi + 1):
         prev[b] = -gap * b
         moves[0, b] = 2
     sa = -1
@@ -490,34 +486,42 @@ def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
     if prev[0] == score:
         sa = 0
         sb = 0
-    for a in range(1, rows):
-        cur[0] = -gap * a
-        moves[a, 0] = 1
-        xa = x[i1 - a]
-        for b in range(1, cols):
-            d = prev[b - 1] + _w(xa, y[j1 - b], c1, c2)
-            ins = prev[b] - gap
-            dele = cur[b - 1] - gap
-            v = d
-            mv = 0
-            if ins > v:
-                v = ins
-                mv = 1
-            if dele > v:
-                v = dele
-                mv = 2
-            cur[b] = v
-            moves[a, b] = mv
-        if sa < 0:
-            for b in range(cols):
-                if cur[b] == score:
-                    sa = a
-                    sb = b
-                    break
-        for b in range(cols):
-            prev[b] = cur[b]
-        if sa >= 0:
+    a = 1
+    while sa < 0 and a < rows:
+        lo = max(0, a - band)
+        top = min(cols - 1, a + band)
+        if lo > top:
             break
+        if top > hi:
+            prev[top] = -gap * (a - 1 + top)   # above the band of row a - 1
+        hi = top
+        if lo == 0:
+            cur[0] = -gap * a
+            moves[a, 0] = 1
+            first = 1
+        else:
+            cur[lo - 1] = -gap * (a + lo - 1)  # left of the band
+            first = lo
+        xa = x[i1 - a]
+        gain = (c1 + c2) if xa < CODE_N else 0   # w(xa, yb) = -c2 + gain where yb == xa
+        left = cur[first - 1]                    # kept in a register along the row
+        for b in range(first, hi + 1):
+            d = prev[_U(b - 1)] - c2 + gain * (xa == y[_U(j1 - b)])   # no branch: random pairs mispredict
+            ins = prev[_U(b)] - gap
+            dele = left - gap
+            v = max(d, ins)
+            mv = 1 if ins > d else 0
+            mv = 2 if dele > v else mv
+            left = max(v, dele)
+            cur[_U(b)] = left
+            moves[_U(a), _U(b)] = mv
+        for b in range(lo, hi + 1):
+            if cur[b] == score:
+                sa = a
+                sb = b
+                break
+        prev, cur = cur, prev
+        a += 1
     if sa < 0:
         return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
     a = sa
@@ -537,19 +541,6 @@ def _align_one(x, y, score, c1, c2, gap, max_cells, ops, base):
             b -= 1
         count += 1
     return i1 - sa, i1, j1 - sb, j1, count, ALIGN_OK
-
-
-def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
-                op_offsets, ops, op_counts, coords, status):
-    """Alignments of many (query, target) pairs with known scores, in parallel (linear gaps).
-
-    codes: all sequences' text codes, concatenated; pair p is query
-    codes[q_start[p]:+q_len[p]] and target codes[t_start[p]:+t_len[p]].
-    Pair p may write up to q_len + t_len ops from op_offsets[p].
-    coords[p] = (query start, query end, target start, target end).
-    """
-    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, max_cells,
-                 op_offsets, ops, op_counts, coords, status)
 
 
 # --------------------------------------------------------------------------
@@ -668,37 +659,51 @@ def dpx_bias(scoring_open: int, c2: int) -> int:
 
 
 # --------------------------------------------------------------------------
+# --------------------------------------------------------------------------
 # Affine alignment of the survivors, on the host: three-state traceback.
 # --------------------------------------------------------------------------
 
 @njit(cache=True)
-def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
-    """One optimal local alignment with affine gaps; returns (qstart, qend, tstart, tend, ops, status).
+def _trace_affine(x, y, i1, j1, score, c1, c2, go, ge, max_cells, ops, base):
+    """Pass 2 of an affine-gap alignment whose end (i1, j1) (1-based, score > 0) pass 1 found.
 
-    Pass 1 (linear space) finds the end: the first cell (i1, j1) in row-major
-    order whose H equals the best. Pass 2 fills the three Gotoh matrices over
-    rows 1..i1 and the columns j1 - width .. j1 that an alignment ending there
-    can reach (its gaps cost at least O + (L - 1) E against at most c1 per
-    query base), keeping for each cell where H, E and F came from; the
-    traceback walks from (i1, j1) in state H until H is 0. Ties prefer the
-    diagonal, then F (I), then E (D); inside a gap, extending before opening.
+    It fills the three Gotoh matrices over rows 1..i1 and the columns
+    j1 - width .. j1 that an alignment ending there can reach, keeping for
+    each cell where H, E and F came from; the traceback walks from (i1, j1)
+    in state H until H is 0. Ties prefer the diagonal, then F (I), then E (D);
+    inside a gap, extending before opening. Returns (qstart, qend, tstart, tend, ops, status).
+
+    The window. An optimal alignment ending at (i1, j1) (score = c1 M - c2 X
+    - gaps, M <= i1) has G <= (c1 * i1 - score - O) // E + 1 gap positions
+    when O >= E (G positions cost at least O + (G - 1) E; none when
+    c1 * i1 - score < O), so it spans at most i1 + G target bases, and each
+    of its cells (a, b) (b counted from the window's first column) lies in
+    the band |(width - b) - (i1 - a)| <= G. Only the band is filled; a cell
+    beside it reads H = 0 and E = F = -O, the values at the window's edge,
+    which are at most the true ones (H >= 0 and E, F >= -O everywhere). So
+    every computed value is at most the full matrix's, and exact on the cells
+    of optimal alignments (all in the band): the traceback, which only visits
+    such cells and whose ties are between such cells, is the full matrix's.
+    E = 0 (or O < E, which Scoring.check refuses): the window of a gap of any
+    length (E = 0), or c1 * i1 / E deletions (O < E), and no band.
     """
-    i1, j1, best = _end_of_best(x, y, c1, c2, go, ge)
-    if best != score:
-        return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
-    if best == 0:
-        return 0, 0, 0, 0, 0, ALIGN_OK
-    # Deletions (target bases only) an alignment with this score can hold.
-    if ge > 0:
+    if ge > 0 and go >= ge:
+        spare = c1 * i1 - score          # >= 0: score <= c1 * min(i1, j1)
+        band = (spare - go) // ge + 1 if spare >= go else 0
+        width = min(j1, i1 + band + 1)
+    elif ge > 0:
         gaps = (c1 * i1 - go) // ge + 1 if c1 * i1 >= go else 0
-        width = min(j1, i1 + gaps + 1)   # gaps >= 0: the floor division is of a non-negative value
+        width = min(j1, i1 + gaps + 1)
+        band = i1 + j1 + 1               # every cell
     else:
         width = j1   # extension free: any length
+        band = i1 + j1 + 1
     j0 = j1 - width
     rows = i1 + 1
     cols = width + 1
     if rows * cols > max_cells:
         return 0, 0, 0, 0, 0, ALIGN_TOO_LARGE
+    off = width - i1   # the end's diagonal: b - a at (i1, width)
     # moves bits: 0-1 H source (0 stop/zero, 1 diagonal, 2 F, 3 E); bit 2: E extends; bit 3: F extends
     moves = np.zeros((rows, cols), np.uint8)
     hprev = np.zeros(cols, np.int64)
@@ -707,47 +712,40 @@ def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
     fcur = np.full(cols, -go, np.int64)
     end_h = -1
     for a in range(1, rows):
-        hcur[0] = 0
-        fcur[0] = -go
+        lo = max(1, a + off - band)
+        hi = min(cols - 1, a + off + band)
+        if lo > hi:
+            continue   # rows above the band: nothing written, the edge values stay
+        hcur[lo - 1] = 0
+        fcur[lo - 1] = -go
         e = -go
         xa = x[a - 1]
-        for b in range(1, cols):
-            yb = y[j0 + b - 1]
-            mv = 0
+        gain = (c1 + c2) if xa < CODE_N else 0   # w(xa, yb) = -c2 + gain where yb == xa
+        left = 0                            # H[a][lo - 1], kept in a register along the row
+        for b in range(lo, hi + 1):
             e_ext = e - ge
-            e_open = hcur[b - 1] - go
-            if e_ext >= e_open:
-                e = e_ext
-                mv |= 4
-            else:
-                e = e_open
-            f_ext = fprev[b] - ge
-            f_open = hprev[b] - go
-            if f_ext >= f_open:
-                f = f_ext
-                mv |= 8
-            else:
-                f = f_open
-            d = hprev[b - 1] + _w(xa, yb, c1, c2)
-            h = 0
-            src = 0
-            if d > h:
-                h = d
-                src = 1
-            if f > h:
-                h = f
-                src = 2
-            if e > h:
-                h = e
-                src = 3
-            hcur[b] = h
-            fcur[b] = f
-            moves[a, b] = mv | src
-        for b in range(cols):
-            hprev[b] = hcur[b]
-            fprev[b] = fcur[b]
+            e_open = left - go
+            mv = 4 if e_ext >= e_open else 0
+            e = max(e_ext, e_open)
+            f_ext = fprev[_U(b)] - ge
+            f_open = hprev[_U(b)] - go
+            mv |= 8 if f_ext >= f_open else 0
+            f = max(f_ext, f_open)
+            d = hprev[_U(b - 1)] - c2 + gain * (xa == y[_U(j0 + b - 1)])
+            src = 1 if d > 0 else 0
+            h = max(d, 0)
+            src = 2 if f > h else src
+            h = max(h, f)
+            src = 3 if e > h else src
+            h = max(h, e)
+            left = h
+            hcur[_U(b)] = h
+            fcur[_U(b)] = f
+            moves[_U(a), _U(b)] = mv | src
+        hprev, hcur = hcur, hprev
+        fprev, fcur = fcur, fprev
         if a == rows - 1:
-            end_h = hcur[cols - 1]
+            end_h = hprev[cols - 1]
     if end_h != score:
         return 0, 0, 0, 0, 0, ALIGN_SCORE_DIFFERS
     # Traceback from (i1, j1) = (rows - 1, cols - 1), ops collected backwards.
@@ -797,7 +795,12 @@ def _align_one_affine(x, y, score, c1, c2, go, ge, max_cells, ops, base):
 
 @njit(cache=True)
 def _end_of_best(x, y, c1, c2, go, ge):
-    """(i1, j1, best): the first cell in row-major order (1-based) holding the best H."""
+    """(i1, j1, best): the first cell in row-major order (1-based) holding the best H.
+
+    The scalar pass 1 (int64), for pairs whose scores may not fit the lanes of
+    :func:`_pass1_group`. Linear gaps are go = ge = g: E and F then equal
+    H[i][j-1] - g and H[i-1][j] - g, so H is the linear DP's.
+    """
     m = x.shape[0]
     n = y.shape[0]
     hrow = np.zeros(n + 1, np.int64)     # H[i - 1][*], then H[i][*]
@@ -826,34 +829,467 @@ def _end_of_best(x, y, c1, c2, go, ge):
     return i1, j1, best
 
 
+# --------------------------------------------------------------------------
+# Pass 1 across pairs: inter-sequence SIMD (Rognes, "Faster Smith-Waterman
+# database searches with inter-sequence SIMD parallelisation", BMC
+# Bioinformatics 12:221, 2011, SWIPE). LANES pairs run the same DP at once,
+# one pair per lane; each cell is a loop over the lanes of contiguous arrays
+# of one integer type, without branches, which LLVM turns into vector
+# instructions (32 int16 lanes: one AVX-512 register or two AVX2 ones).
+#
+# The lanes of a group are padded to the group's longest query (rows) and
+# target (columns): query padding and N are code 4, target padding and N code
+# 5, so a lane compares its two codes with one == and N never matches. The
+# pairs are sorted by (query length, target length) before grouping, so that
+# padding stays small.
+#
+# Why padding never moves a lane's end (the first cell in row-major order
+# holding the best H). A real cell (i <= m, j <= n) depends only on cells
+# (i' <= i, j' <= j), all real: real cells keep their values. A padded cell
+# (i > m or j > n) scores a mismatch, -c2 <= 0, on its diagonal, and its E
+# and F are H of a cell to its left or above minus O + (L - 1) E >= 0 (or
+# -O <= 0); so with c2, O, E >= 0 (linear gaps: O = E = g), which the planner
+# checks before it uses the lanes,
+#     H(padded) <= max(0, H of cells before it in row-major order)
+# and by induction H(padded) <= the lane's best among the real cells before
+# it. A padded cell therefore never holds a new best, and one holding the
+# best comes after a real cell that does. This holds for a mismatch of 0 and
+# for gaps of 0 alike (equal, never greater).
+#
+# Where the best is. A strict "h > best" per cell would need per-lane state
+# carried from cell to cell, which keeps LLVM from vectorizing; instead every
+# column j keeps colbest[j], its largest H so far, and colrow[j], the first
+# row reaching it (strict >, rows in increasing order). The lane's end is
+# then the smallest (colrow[j], j) among the real columns with
+# colbest[j] == best: column j* of the end records exactly its row (no cell
+# above it reaches the best, none below exceeds it), and every other record
+# is a cell holding the best, hence not before the end in row-major order
+# (padded rows and columns included, by the paragraph above).
+#
+# Layout. The DP runs over strips of at most _STRIP columns (memory stays
+# O(strip) per group however long the targets, and a strip stays in cache);
+# a strip is one flat array with a row of K * LANES values per column slot s
+# (slot 0 is the column before the strip), field f of lane k at
+# s * K * LANES + f * LANES + k: constant strides, so that LLVM proves the
+# fields of neighbouring slots apart (a 2-D array's runtime stride would hide
+# that). Rows go in blocks of ROWS (the query padded to a multiple of ROWS):
+# per slot and lane the block's rows run one after another, each taking its
+# up and diagonal values from the row before in registers, so that ROWS
+# independent chains of "left" dependencies (a store and a load apart) overlap
+# instead of one. The H row before the block and the block's last row use
+# two fields that swap roles from block to block (one call per parity, the
+# fields as constants). The last column's H (and E) of every row is kept for
+# the next strip in edge arrays. Indices are cast to unsigned so that Numba
+# emits no negative-index wraparound. Measured on a Zen 4 core (150 x 2,000
+# int16 lanes): 5.7 Gcells/s linear with one row at a time, 11 with blocks of
+# 4 rows (2 rows 8.7, 6 rows 12, 8 rows 11); strips of 64 to 2,048 columns
+# within 5% of each other.
+#
+# Lane width. Every H of a lane is at most c1 * min(m, n) (at most that many
+# matches; padded cells never exceed the best), and every intermediate is at
+# least -max(c2, O + E); row numbers up to the padded query length are
+# stored. int16 lanes are used where these fit, int32 where they fit that,
+# and the scalar :func:`_end_of_best` otherwise (:func:`plan_groups`).
+# --------------------------------------------------------------------------
+
+LANES = 32
+"""Pairs per pass-1 group (one per SIMD lane)."""
+
+_STRIP = 256    # columns per strip of pass 1
+ROWS = 4        # query rows per block of pass 1
+# Fields of a strip slot: H of the row before the block and of the block's last row (two fields that
+# swap roles from block to block), H of the block's other rows, colbest, colrow, the target code;
+# affine strips also E of every row of the block and F of the last one.
+_P0, _P1 = 0, 1
+_HL = 2                     # _HL + r: H of row r < ROWS - 1 of the block
+_CB = _HL + ROWS - 1
+_CR = _CB + 1
+_TC = _CR + 1
+_K_LINEAR = _TC + 1         # fields of a linear strip
+_EL = _K_LINEAR             # _EL + r: E of row r of the block
+_FV = _EL + ROWS
+_K_AFFINE = _FV + 1         # fields of an affine strip
+_T_N = 5        # target-side code of N and of padding (the query side uses CODE_N)
+_U = np.uint64  # index type without wraparound
+
+KIND_INT16, KIND_INT32, KIND_SCALAR = 0, 1, 2
+"""How pass 1 runs for a group (:func:`plan_groups`)."""
+
+
+def _as_lane(ref, v):
+    """v converted to ref's dtype (wrapping), in jitted code; ``ref`` an array."""
+    return v
+
+
+@overload(_as_lane, inline="always")
+def _ol_as_lane(ref, v):
+    lane = ref.dtype
+
+    def impl(ref, v):
+        return lane(v)
+    return impl
+
+
+@njit(cache=True, inline="always")
+def _block_linear(S, Q, i, width, pa, pb, c1, mc2, g, zero):
+    """Rows i .. i + ROWS - 1 of a linear strip: H[i - 1] in field pa, H[i + ROWS - 1] into field pb.
+
+    Per column slot and lane, the block's rows run one after the other, so
+    a row's up and diagonal values come from the row before it in registers.
+    """
+    stride = _K_LINEAR * LANES
+    qo = (i - 1) * LANES
+    for s in range(1, width + 1):
+        r0 = s * stride
+        rp = r0 - stride
+        for k in range(LANES):
+            t = S[_U(r0 + _TC * LANES + k)]
+            up = S[_U(r0 + pa * LANES + k)]
+            diag = S[_U(rp + pa * LANES + k)]
+            cb = S[_U(r0 + _CB * LANES + k)]
+            cr = S[_U(r0 + _CR * LANES + k)]
+            for r in range(ROWS):
+                lf = _HL + r if r < ROWS - 1 else pb
+                left = S[_U(rp + lf * LANES + k)]
+                w = c1 if Q[_U(qo + r * LANES + k)] == t else mc2
+                d = _as_lane(S, diag + w)
+                gp = _as_lane(S, max(up, left) - g)
+                h = max(max(d, zero), gp)
+                S[_U(r0 + lf * LANES + k)] = h
+                cr = _as_lane(S, i + r) if h > cb else cr
+                cb = max(h, cb)
+                diag = left
+                up = h
+            S[_U(r0 + _CB * LANES + k)] = cb
+            S[_U(r0 + _CR * LANES + k)] = cr
+
+
+@njit(cache=True, inline="always")
+def _block_affine(S, Q, i, width, pa, pb, c1, mc2, go, ge, zero):
+    """:func:`_block_linear` with affine gaps: E per row along the slots, F down the rows."""
+    stride = _K_AFFINE * LANES
+    qo = (i - 1) * LANES
+    for s in range(1, width + 1):
+        r0 = s * stride
+        rp = r0 - stride
+        for k in range(LANES):
+            t = S[_U(r0 + _TC * LANES + k)]
+            up = S[_U(r0 + pa * LANES + k)]
+            diag = S[_U(rp + pa * LANES + k)]
+            f = S[_U(r0 + _FV * LANES + k)]
+            cb = S[_U(r0 + _CB * LANES + k)]
+            cr = S[_U(r0 + _CR * LANES + k)]
+            for r in range(ROWS):
+                lf = _HL + r if r < ROWS - 1 else pb
+                left = S[_U(rp + lf * LANES + k)]
+                w = c1 if Q[_U(qo + r * LANES + k)] == t else mc2
+                e = max(_as_lane(S, S[_U(rp + (_EL + r) * LANES + k)] - ge), _as_lane(S, left - go))
+                f = max(_as_lane(S, f - ge), _as_lane(S, up - go))
+                d = _as_lane(S, diag + w)
+                h = max(max(d, zero), max(e, f))
+                S[_U(r0 + lf * LANES + k)] = h
+                S[_U(r0 + (_EL + r) * LANES + k)] = e
+                cr = _as_lane(S, i + r) if h > cb else cr
+                cb = max(h, cb)
+                diag = left
+                up = h
+            S[_U(r0 + _FV * LANES + k)] = f
+            S[_U(r0 + _CB * LANES + k)] = cb
+            S[_U(r0 + _CR * LANES + k)] = cr
+
+
+@njit(cache=True, inline="always")
+def _block(S, Q, Hb, Eb, i, width, pa, pb, affine, c1, mc2, go, ge, zero):
+    """One block of rows: slot 0 (the column before the strip) from the edge arrays, the rows,
+    and the strip's last column back into the edge arrays for the next strip."""
+    stride = _K_AFFINE * LANES if affine else _K_LINEAR * LANES
+    last = width * stride
+    for r in range(ROWS):
+        lf = _HL + r if r < ROWS - 1 else pb
+        for k in range(LANES):
+            S[lf * LANES + k] = Hb[(i + r) * LANES + k]
+            if affine:
+                S[(_EL + r) * LANES + k] = Eb[(i + r) * LANES + k]
+    if affine:
+        _block_affine(S, Q, i, width, pa, pb, c1, mc2, go, ge, zero)
+    else:
+        _block_linear(S, Q, i, width, pa, pb, c1, mc2, go, zero)
+    for r in range(ROWS):
+        lf = _HL + r if r < ROWS - 1 else pb
+        for k in range(LANES):
+            Hb[(i + r) * LANES + k] = S[last + lf * LANES + k]
+            if affine:
+                Eb[(i + r) * LANES + k] = S[last + (_EL + r) * LANES + k]
+
+
+@njit(cache=True, inline="always")
+def _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge, affine, best, bi, bj):
+    """Pass 1 of up to LANES pairs at once in lanes of proto's dtype (int16 or int32).
+
+    lanes[k]: the pair of lane k, or -1. best[k], bi[k], bj[k]: the lane's
+    best H and its first cell in row-major order (1-based; 0, 0 when the best
+    is 0), as :func:`_end_of_best` returns them. Linear gaps: go = ge = g.
+    The rows are padded to a multiple of ROWS as well.
+    """
+    m = 0
+    n = 0
+    for k in range(LANES):
+        best[k] = 0
+        bi[k] = 0
+        bj[k] = 0
+        p = lanes[k]
+        if p >= 0:
+            m = max(m, q_len[p])
+            n = max(n, t_len[p])
+    if m == 0 or n == 0:
+        return
+    m = (m + ROWS - 1) // ROWS * ROWS
+    Q = np.empty(m * LANES, proto.dtype)    # Q[(i - 1) * LANES + k]: query code of row i
+    for k in range(LANES):
+        p = lanes[k]
+        length = q_len[p] if p >= 0 else 0
+        for i in range(m):
+            c = codes[q_start[p] + i] if i < length else CODE_N
+            Q[i * LANES + k] = min(c, CODE_N)
+    stride = _K_AFFINE * LANES if affine else _K_LINEAR * LANES
+    strip = min(n, _STRIP)
+    S = np.zeros((strip + 1) * stride, proto.dtype)
+    Hb = np.zeros((m + 1) * LANES, proto.dtype)                     # H[i][j0 - 1]: 0 left of the matrix
+    Eb = np.full((m + 1) * LANES, _as_lane(proto, -go), proto.dtype)  # E[i][j0 - 1]: -O left of the matrix
+    c1_ = _as_lane(proto, c1)
+    mc2 = _as_lane(proto, -c2)
+    go_ = _as_lane(proto, go)
+    ge_ = _as_lane(proto, ge)
+    zero = _as_lane(proto, 0)
+    for j0 in range(0, n, strip):       # the strip holds columns j0 + 1 .. j0 + width (1-based)
+        width = min(strip, n - j0)
+        for k in range(LANES):
+            p = lanes[k]
+            length = t_len[p] if p >= 0 else 0
+            S[_P0 * LANES + k] = 0      # H[0][j0]
+            for s in range(1, width + 1):
+                j = j0 + s - 1
+                c = codes[t_start[p] + j] if j < length else _T_N
+                r = s * stride
+                S[r + _TC * LANES + k] = _T_N if c >= CODE_N else c
+                S[r + _P0 * LANES + k] = 0          # H[0][j]
+                S[r + _CB * LANES + k] = 0
+                S[r + _CR * LANES + k] = 0
+                if affine:
+                    S[r + _FV * LANES + k] = -go    # F[0][j]
+        i = 1
+        while i <= m:
+            _block(S, Q, Hb, Eb, i, width, _P0, _P1, affine, c1_, mc2, go_, ge_, zero)
+            if i + ROWS <= m:
+                _block(S, Q, Hb, Eb, i + ROWS, width, _P1, _P0, affine, c1_, mc2, go_, ge_, zero)
+            i += 2 * ROWS
+        for k in range(LANES):
+            p = lanes[k]
+            if p < 0:
+                continue
+            real = min(width, t_len[p] - j0)
+            b = best[k]
+            ri = bi[k]
+            rj = bj[k]
+            for s in range(1, real + 1):
+                r = s * stride
+                cb = np.int64(S[r + _CB * LANES + k])
+                cr = np.int64(S[r + _CR * LANES + k])
+                if cb > b or (cb == b and cr < ri):
+                    b = cb
+                    ri = cr
+                    rj = j0 + s
+            best[k] = b
+            bi[k] = ri
+            bj[k] = rj
+
+
+@njit(cache=True, inline="always")
+def _finish(p, result, coords, op_counts, status):
+    qs, qe, ts, te, count, bad = result
+    coords[p, 0] = qs
+    coords[p, 1] = qe
+    coords[p, 2] = ts
+    coords[p, 3] = te
+    op_counts[p] = count
+    status[p] = bad
+
+
+@njit(cache=True)
+def _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, g, max_cells,
+                  op_offsets, ops, op_counts, coords, status):
+    """Pass 2 (:func:`_trace_linear`) of every pair of a group whose pass 1 gave best, bi, bj:
+    coords, op_counts, status and the ops of each pair written."""
+    for k in range(LANES):
+        p = lanes[k]
+        if p < 0:
+            continue
+        score = np.int64(scores[p])
+        result = (0, 0, 0, 0, 0, ALIGN_OK if best[k] == score else ALIGN_SCORE_DIFFERS)
+        if best[k] == score and score > 0:
+            x = codes[q_start[p]:q_start[p] + q_len[p]]
+            y = codes[t_start[p]:t_start[p] + t_len[p]]
+            result = _trace_linear(x, y, bi[k], bj[k], score, c1, c2, g, max_cells, ops, op_offsets[p])
+        _finish(p, result, coords, op_counts, status)
+
+
+@njit(cache=True)
+def _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge, max_cells,
+                  op_offsets, ops, op_counts, coords, status):
+    """:func:`_pass2_linear` with affine gaps (:func:`_trace_affine`)."""
+    for k in range(LANES):
+        p = lanes[k]
+        if p < 0:
+            continue
+        score = np.int64(scores[p])
+        result = (0, 0, 0, 0, 0, ALIGN_OK if best[k] == score else ALIGN_SCORE_DIFFERS)
+        if best[k] == score and score > 0:
+            x = codes[q_start[p]:q_start[p] + q_len[p]]
+            y = codes[t_start[p]:t_start[p] + t_len[p]]
+            result = _trace_affine(x, y, bi[k], bj[k], score, c1, c2, go, ge, max_cells, ops, op_offsets[p])
+        _finish(p, result, coords, op_counts, status)
+
+
+# One driver per gap model, each specialized per lane type (proto's dtype) when first called, so that a
+# run compiles only the pass 1 it uses (pass 1 is inlined into the driver, compiled once there).
+
 @njit(parallel=True, cache=True)
+def _align_lanes_linear(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, g,
+                        max_cells, op_offsets, ops, op_counts, coords, status):
+    """Both passes of the groups groups[run] (groups[g]: LANES pair indices, -1 for none), in
+    parallel, pass 1 in lanes of proto's dtype; linear gaps."""
+    for t in prange(run.shape[0]):
+        lanes = groups[run[t]]
+        best = np.zeros(LANES, np.int64)
+        bi = np.zeros(LANES, np.int64)
+        bj = np.zeros(LANES, np.int64)
+        _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, g, g, False, best, bi, bj)
+        _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, g, max_cells,
+                      op_offsets, ops, op_counts, coords, status)
+
+
+@njit(parallel=True, cache=True)
+def _align_lanes_affine(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge,
+                        max_cells, op_offsets, ops, op_counts, coords, status):
+    """:func:`_align_lanes_linear` with affine gaps."""
+    for t in prange(run.shape[0]):
+        lanes = groups[run[t]]
+        best = np.zeros(LANES, np.int64)
+        bi = np.zeros(LANES, np.int64)
+        bj = np.zeros(LANES, np.int64)
+        _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge, True, best, bi, bj)
+        _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
+                      max_cells, op_offsets, ops, op_counts, coords, status)
+
+
+@njit(parallel=True, cache=True)
+def _align_scalar(codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge, affine,
+                  max_cells, op_offsets, ops, op_counts, coords, status):
+    """Both passes with the scalar int64 pass 1 (:func:`_end_of_best`), pair by pair."""
+    for t in prange(run.shape[0]):
+        lanes = groups[run[t]]
+        best = np.zeros(LANES, np.int64)
+        bi = np.zeros(LANES, np.int64)
+        bj = np.zeros(LANES, np.int64)
+        for k in range(LANES):
+            p = lanes[k]
+            if p >= 0:
+                x = codes[q_start[p]:q_start[p] + q_len[p]]
+                y = codes[t_start[p]:t_start[p] + t_len[p]]
+                bi[k], bj[k], best[k] = _end_of_best(x, y, c1, c2, go, ge)
+        if affine:
+            _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
+                          max_cells, op_offsets, ops, op_counts, coords, status)
+        else:
+            _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go,
+                          max_cells, op_offsets, ops, op_counts, coords, status)
+
+
+INT16_MAX = 32767
+INT32_MAX = 2 ** 31 - 1
+
+
+def plan_groups(q_len, t_len, c1, c2, go, ge, threads=None):
+    """(groups, kinds, run_order) for :func:`_align_lanes_linear` (affine) and :func:`_align_scalar`.
+
+    Pairs sorted by (query length, target length) fill groups of LANES (fewer
+    per group when there are too few pairs to give every thread a group).
+    kinds[g]: int16 lanes where every score and intermediate of the group fits
+    them (module notes: H <= c1 * min(m, n), intermediates >= -max(c2, O + E),
+    rows <= m), int32 where those fit, else the scalar pass 1; the scalar one
+    also for negative penalties, where the padding argument fails.
+    run_order: the groups in a fixed shuffled order, so that threads taking
+    contiguous chunks get groups of mixed sizes.
+    """
+    from numba import get_num_threads
+
+    q_len = np.asarray(q_len, np.int64)
+    t_len = np.asarray(t_len, np.int64)
+    pairs = q_len.shape[0]
+    threads = get_num_threads() if threads is None else threads
+    per = min(LANES, max(1, -(-pairs // max(1, threads))))
+    count = -(-pairs // per) if pairs else 0
+    order = np.lexsort((t_len, q_len))
+    groups = np.full((count, LANES), -1, np.int64)
+    slots = np.full(count * per, -1, np.int64)
+    slots[:pairs] = order
+    groups[:, :per] = slots.reshape(count, per)
+    real = groups >= 0
+    shortest = np.where(real, np.minimum(q_len[groups], t_len[groups]), 0).max(axis=1, initial=0)
+    rows = (np.where(real, q_len[groups], 0).max(axis=1, initial=0) + ROWS - 1) // ROWS * ROWS   # padded
+    bound = float(max(c1, 0)) * shortest.astype(np.float64)
+    low = max(int(c2), int(go) + int(ge))
+    kinds = np.full(count, KIND_SCALAR, np.int8)
+    if min(int(c1), int(c2), int(go), int(ge)) >= 0:
+        fits32 = (bound <= INT32_MAX) & (rows <= INT32_MAX) & (int(c1) <= INT32_MAX) & (low <= 2 ** 30)
+        fits16 = (bound <= INT16_MAX) & (rows <= INT16_MAX) & (int(c1) <= INT16_MAX) & (low <= 2 ** 14)
+        kinds[fits32] = KIND_INT32
+        kinds[fits16] = KIND_INT16
+    run_order = np.random.default_rng(0).permutation(count).astype(np.int64)
+    return groups, kinds, run_order
+
+
 def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
                  op_offsets, ops, op_counts, coords, status):
-    """The parallel driver of :func:`align_pairs` (affine False: linear gaps of go, ge unused)
-    and :func:`align_pairs_affine` (affine True: a gap of length L scores -(go + (L - 1) ge))."""
-    for p in prange(scores.shape[0]):
-        x = codes[q_start[p]:q_start[p] + q_len[p]]
-        y = codes[t_start[p]:t_start[p] + t_len[p]]
-        if affine:
-            qs, qe, ts, te, count, bad = _align_one_affine(x, y, np.int64(scores[p]), c1, c2, go, ge, max_cells,
-                                                           ops, op_offsets[p])
+    """Plan the groups, then run each kind's driver on its groups."""
+    groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
+    c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
+    data = (codes, q_start, q_len, t_start, t_len, scores, groups)
+    out = (op_offsets, ops, op_counts, coords, status)
+    for kind, proto in ((KIND_INT16, np.int16), (KIND_INT32, np.int32), (KIND_SCALAR, None)):
+        run = run_order[kinds[run_order] == kind]
+        if run.size == 0:
+            continue
+        if proto is None:
+            _align_scalar(*data, run, c1, c2, go, ge, bool(affine), max_cells, *out)
+        elif affine:
+            _align_lanes_affine(np.zeros(0, proto), *data, run, c1, c2, go, ge, max_cells, *out)
         else:
-            qs, qe, ts, te, count, bad = _align_one(x, y, np.int64(scores[p]), c1, c2, go, max_cells,
-                                                    ops, op_offsets[p])
-        coords[p, 0] = qs
-        coords[p, 1] = qe
-        coords[p, 2] = ts
-        coords[p, 3] = te
-        op_counts[p] = count
-        status[p] = bad
+            _align_lanes_linear(np.zeros(0, proto), *data, run, c1, c2, go, max_cells, *out)
+
+
+def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
+                op_offsets, ops, op_counts, coords, status):
+    """Alignments of many (query, target) pairs with known scores, in parallel (linear gaps).
+
+    codes: all sequences' text codes, concatenated; pair p is query
+    codes[q_start[p]:+q_len[p]] and target codes[t_start[p]:+t_len[p]].
+    Pair p may write up to q_len + t_len ops from op_offsets[p].
+    coords[p] = (query start, query end, target start, target end).
+    Each alignment is two passes: pass 1 finds the end (the first cell in
+    row-major order holding the best H), LANES pairs at once
+    (:func:`_pass1_group`); pass 2 the start and the operations (:func:`_trace_linear`).
+    """
+    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, max_cells,
+                 op_offsets, ops, op_counts, coords, status)
 
 
 def align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, max_cells,
                        op_offsets, ops, op_counts, coords, status):
-    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge))."""
+    """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge)); pass 2 is
+    :func:`_trace_affine`."""
     _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, True, max_cells,
                  op_offsets, ops, op_counts, coords, status)
-
 
 @njit(parallel=True, cache=True)
 def count_bases(codes, starts, lengths, counts):
