@@ -34,6 +34,14 @@ from seqsift.kernels.sw import cpu as sw_cpu
 MINUS_INF = -(10 ** 30)
 
 
+@pytest.fixture(autouse=True)
+def lanes_as_on_a_warm_machine(monkeypatch):
+    """Every test here runs the lanes whatever the batch's size (a machine whose Numba cache lacks the
+    lane drivers aligns small batches with the scalar pass 1: sw_cpu.COLD_SCALAR_CELLS), but the
+    test of that rule itself."""
+    monkeypatch.setattr(sw_cpu, "COLD_SCALAR_CELLS", -1.0)
+
+
 def w(a, b, c1, c2):
     return c1 if (a == b and a < 4) else -c2
 
@@ -344,3 +352,22 @@ def test_a_wrong_score_is_refused_on_every_path():
         for wrong in (score - 1, score + 1):
             with pytest.raises(ValueError, match="not the Smith-Waterman score"):
                 sw.align(codes, q_start, q_len, t_start, t_len, np.array([wrong]), scoring)
+
+
+@pytest.mark.parametrize("affine", [False, True], ids=["linear", "affine"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["cold", "warm"])
+def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkeypatch, compiled, affine):
+    """On a machine that has not compiled the lane drivers, a batch of few cells is aligned by the
+    scalar pass 1 (no 10-15 s compile for it); once they are compiled, by the lanes; same results."""
+    monkeypatch.setattr(sw_cpu, "COLD_SCALAR_CELLS", 2e9)
+    monkeypatch.setattr(sw_cpu, "_lanes_compiled", lambda affine: compiled)
+    called = []
+    for name in ("_align_scalar", "_align_lanes_linear", "_align_lanes_affine"):
+        def counted(*args, _real=getattr(sw_cpu, name), _name=name):
+            called.append(_name)
+            return _real(*args)
+        monkeypatch.setattr(sw_cpu, name, counted)
+    scoring = sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1)
+    check_against_reference(mixed_pairs(np.random.default_rng(11), 40, 30, 60), scoring)
+    lanes = "_align_lanes_affine" if affine else "_align_lanes_linear"
+    assert set(called) == ({lanes} if compiled else {"_align_scalar"})

@@ -46,14 +46,17 @@ class WarmUp:
 
     def cached(self) -> bool:
         """Whether every one of the kernels has an entry in Numba's cache (True where that cannot be told)."""
-        for name in self.kernels:
-            try:
-                index = _resolve(name)._cache._cache_file._index_path
-            except AttributeError:  # not a caching dispatcher, or another Numba layout: assume cached
-                continue
-            if not os.path.exists(index):
-                return False
+        return all(in_cache(_resolve(name)) for name in self.kernels)
+
+
+def in_cache(dispatcher) -> bool:
+    """Whether a Numba dispatcher has an entry in Numba's on-disk cache (True where that cannot be told:
+    not a caching dispatcher, or another Numba layout)."""
+    try:
+        index = dispatcher._cache._cache_file._index_path
+    except AttributeError:
         return True
+    return os.path.exists(index)
 
 
 def _resolve(name: str):

@@ -1249,10 +1249,30 @@ def plan_groups(q_len, t_len, c1, c2, go, ge, threads=None):
     return groups, kinds, run_order
 
 
+COLD_SCALAR_CELLS = 2e9
+"""Up to this many cells (query x target, summed over the pairs), alignments use the scalar pass 1
+while the lane drivers are not compiled yet (a fresh machine): their first compile takes 10-15 s
+more than the scalar driver's (2 cores, empty Numba cache), the time the scalar pass takes over
+about 2e9 cells on two threads."""
+
+
+def _lanes_compiled(affine: bool) -> bool:
+    """Whether the lane driver of this gap model costs no compile: compiled in this process, or in
+    Numba's on-disk cache."""
+    from ...numba_ahead import in_cache
+
+    driver = _align_lanes_affine if affine else _align_lanes_linear
+    return bool(driver.signatures) or in_cache(driver)
+
+
 def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
                  op_offsets, ops, op_counts, coords, status):
-    """Plan the groups, then run each kind's driver on its groups."""
+    """Plan the groups, then run each kind's driver on its groups (all scalar for a small batch on a
+    machine that has not compiled the lane drivers: COLD_SCALAR_CELLS)."""
     groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
+    cells = float(np.dot(np.asarray(q_len, np.float64), np.asarray(t_len, np.float64)))
+    if cells <= COLD_SCALAR_CELLS and not _lanes_compiled(bool(affine)):
+        kinds[:] = KIND_SCALAR
     c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
     data = (codes, q_start, q_len, t_start, t_len, scores, groups)
     out = (op_offsets, ops, op_counts, coords, status)
