@@ -200,7 +200,35 @@ def main() -> None:
               "records": records}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    plot(result, args.out.with_suffix(".png"))
+    print(f"wrote {args.out} and its .png")
+
+
+def plot(result: dict, path: Path) -> None:
+    """Pairs per second and thread, old beside new, per workload and scoring (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def label(record: dict) -> str:
+        pairs = "reads in their targets" if record["workload"].startswith("150-nt reads") else "random pairs"
+        return f"{pairs}\n{'linear' if 'linear' in record['workload'] else 'affine'}"
+
+    rows = [r for r in result["records"] if r["quantity"] == "pairs_per_s" and "sw.align" not in r["algorithm"]]
+    labels = sorted({label(r) for r in rows})
+    figure, axes = plt.subplots(figsize=(8, 4))
+    for k, version in enumerate(("old", "new")):
+        values = {label(r): r["value"] for r in rows if r["algorithm"] == f"sw-align-cpu ({version})"}
+        axes.bar([i + (k - 0.5) * 0.4 for i in range(len(labels))], [values[label] for label in labels], 0.4,
+                 label=version)
+    axes.set_xticks(range(len(labels)), labels, fontsize=8)
+    axes.set_yscale("log")
+    axes.set_ylabel("alignments per second, one thread")
+    axes.set_title(f"Host alignments of screen's passing pairs\n{result['device']}", fontsize=10)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
