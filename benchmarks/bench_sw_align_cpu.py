@@ -25,8 +25,6 @@ import argparse
 import datetime
 import importlib.util
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -37,20 +35,11 @@ import numba
 import numpy as np
 
 from seqsift.kernels import sw
+from seqsift.bench import device_name, source_commit
 from seqsift.kernels.sw import cpu as new_cpu
 
 M, N = 150, 2000
 SCORINGS = {"linear 2/1/1": sw.Scoring(2, 1, 1), "affine 2/3/5/2": sw.Scoring(2, 3, gap_open=5, gap_extend=2)}
-
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
 def git(*args) -> str:
@@ -196,7 +185,7 @@ def main() -> None:
             speedup = (best["old"] / runs["old"][1]) / (best["new"] / runs["new"][1])
             lines.append(f"{'':15s} {'':40s} new/old per pair: {speedup:.1f}x")
             print("\n".join(lines[-4:]), flush=True)
-    result = {"device": cpu_name(), "date": datetime.date.today().isoformat(), "commit": git("rev-parse", "HEAD").strip(),
+    result = {"device": device_name("cpu"), "date": datetime.date.today().isoformat(), "commit": source_commit(),
               "records": records}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
