@@ -265,19 +265,3 @@ def test_a_job_that_fails_before_it_runs_shuts_down_the_cluster_started_for_it(t
     expected = [] if problem == "output locked" else [{"thread": "seqsift-cluster-start", "closed": True}]
     assert started == expected
     assert not output.exists()
-
-
-@pytest.mark.parametrize("start", ["local", "in-process"])
-def test_no_distributed_gc_callback_in_the_clients_process(start):
-    """A Ctrl-C whose KeyboardInterrupt lands in a gc callback is swallowed by Python ("Exception
-    ignored"); a cluster seqsift starts leaves distributed's gc timer out of this process's callbacks."""
-    import gc
-
-    from seqsift.cluster import in_process_cluster
-
-    cluster = local_cluster("cpu", workers=1) if start == "local" else in_process_cluster(1)
-    try:
-        assert not [callback for callback in gc.callbacks
-                    if type(getattr(callback, "__self__", None)).__module__ == "distributed.gc"]
-    finally:
-        cluster.close()

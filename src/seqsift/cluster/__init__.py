@@ -352,27 +352,12 @@ def local_cluster(backend: str, *, workers: int | None = None, gpus: Sequence[in
     try:
         with _interrupts_deferred(), dask.config.set(_quiet_settings(dashboard)):
             cluster = _start_local_cluster(backend, workers=workers, gpus=gpus, dashboard=dashboard)
-            _no_gc_callback()
     except BaseException:  # a Ctrl-C delivered as the block ends: close what was started
         if cluster is not None:
             with _interrupts_deferred():
                 cluster.close()
         raise
     return cluster
-
-
-def _no_gc_callback() -> None:
-    """Take distributed's garbage-collection timer out of ``gc.callbacks`` in this process.
-
-    A scheduler or worker started here adds it (``distributed.gc``: it logs
-    long collections). Python swallows an exception raised inside a gc
-    callback ("Exception ignored in ... _gc_callback"), so a Ctrl-C whose
-    KeyboardInterrupt fell in one was lost, and a job waiting on a task that
-    never ends then waited for good (seen once in tests/test_cli_endings.py).
-    """
-    from distributed.gc import disable_gc_diagnosis
-
-    disable_gc_diagnosis(force=True)
 
 
 def _http_options(dashboard: bool) -> dict:
@@ -442,10 +427,8 @@ def in_process_cluster(threads: int, *, dashboard: bool = False) -> LocalCluster
     from distributed import LocalCluster
 
     with dask.config.set(_quiet_settings(dashboard)):
-        cluster = LocalCluster(n_workers=1, threads_per_worker=threads, processes=False, memory_limit=0,
-                               silence_logs=logging.CRITICAL, **_http_options(dashboard))
-    _no_gc_callback()
-    return cluster
+        return LocalCluster(n_workers=1, threads_per_worker=threads, processes=False, memory_limit=0,
+                            silence_logs=logging.CRITICAL, **_http_options(dashboard))
 
 
 def worker_count(client: Client | TaskThreads) -> int:
