@@ -179,3 +179,50 @@ def test_a_reader_that_stops_reading(tmp_path):
     assert err == ""
     assert search.returncode == 141
     _assert_nothing_left(tag)
+
+
+class _RaisesOnCollection:
+    def __del__(self):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["__del__", "weakref callback"])
+def test_a_ctrl_c_that_python_swallowed_is_delivered_again(monkeypatch, where):
+    """A KeyboardInterrupt raised where Python drops exceptions ("Exception ignored in ...": a
+    finalizer, a weakref or gc callback; CI once lost a Ctrl-C in importlib's module-lock callback)
+    reaches the command's ordinary code again, through its sys.unraisablehook."""
+    import threading
+    import weakref
+
+    from seqsift.cli import redeliver_swallowed_interrupts
+
+    monkeypatch.setattr(sys, "unraisablehook", redeliver_swallowed_interrupts)
+
+    class Target:
+        pass
+
+    def callback(_reference):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        if where == "__del__":
+            doomed = _RaisesOnCollection()
+        else:
+            doomed = Target()
+            watcher = weakref.ref(doomed, callback)  # noqa: F841 (kept alive until the wait)
+        del doomed                               # the KeyboardInterrupt is raised and dropped here ...
+        threading.Event().wait(60)               # ... and delivered again during this wait
+
+
+def test_other_swallowed_exceptions_are_reported_as_python_does(monkeypatch, capsys):
+    from seqsift.cli import redeliver_swallowed_interrupts
+
+    monkeypatch.setattr(sys, "unraisablehook", redeliver_swallowed_interrupts)
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("in a finalizer")
+
+    broken = Broken()
+    del broken
+    assert "ValueError: in a finalizer" in capsys.readouterr().err

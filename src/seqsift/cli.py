@@ -24,8 +24,10 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from importlib import resources
@@ -176,11 +178,44 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def redeliver_swallowed_interrupts(unraisable) -> None:
+    """``sys.unraisablehook`` of the command: a Ctrl-C that Python swallowed is delivered again.
+
+    A KeyboardInterrupt raised where Python cannot propagate an exception (a gc
+    callback, a weakref callback, ``__del__``: "Exception ignored in ...") is
+    dropped, so a Ctrl-C that fell there, while the command imported modules or
+    collected garbage, was lost, and a job waiting on a long task waited on
+    (seen in tests/test_cli_endings.py: importlib's module-lock callback, and
+    distributed's gc timer). Here it is raised again once this hook has
+    returned: a SIGALRM a millisecond on (:func:`_interrupt_outside_the_hook`;
+    raised in this hook it would be dropped too). Other exceptions go to
+    Python's own hook.
+    """
+    if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
+    elif threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGALRM, _interrupt_outside_the_hook)
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+    else:
+        import _thread
+
+        _thread.interrupt_main()
+
+
+def _interrupt_outside_the_hook(signum, frame) -> None:
+    """SIGALRM's handler: KeyboardInterrupt, unless the hook is still running (then a millisecond later)."""
+    if frame is not None and frame.f_code is redeliver_swallowed_interrupts.__code__:
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+        return
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None, extra_commands=()) -> int:
     try:
         args = build_parser(extra_commands).parse_args(argv)
     except SystemExit as exit_request:  # --help, --version, or a one-line usage error
         return exit_request.code
+    sys.unraisablehook = redeliver_swallowed_interrupts
     try:
         return args.handler(args)
     except InputError as err:
