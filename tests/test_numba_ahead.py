@@ -92,3 +92,85 @@ def test_the_warm_up_children_import_no_pandas():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+STAMPED_LOAD = """
+    import json, subprocess
+    from seqsift import numba_ahead
+    from seqsift.kernels import align_cpu
+    from seqsift.runtime import order
+    from seqsift.searching.warm_up import locate_warm_ups
+
+    warm_ups = locate_warm_ups("edit")
+    stamp = numba_ahead.stamp_path(warm_ups)
+    stamped_before = stamp.exists()
+    spawned = []
+    real_popen = subprocess.Popen
+    def counting_popen(*args, **kwargs):
+        spawned.append(args[0])
+        return real_popen(*args, **kwargs)
+    numba_ahead.subprocess.Popen = counting_popen
+    numba_ahead.load(warm_ups)
+    misses = sum(sum(f.stats.cache_misses.values()) for f in (align_cpu.edit_ops, align_cpu.cigar_bytes,
+                                                             align_cpu._copy_spans, order._merge_runs))
+    print(json.dumps({"stamped_before": stamped_before, "stamped_after": stamp.exists(),
+                      "children": len(spawned), "misses_here": misses}))
+"""
+
+
+def test_a_stamp_spares_the_children_once_the_cache_holds_every_kernel(tmp_path):
+    first = _in_fresh_process(STAMPED_LOAD, tmp_path / "numba")
+    assert first == {"stamped_before": False, "stamped_after": True, "children": 3, "misses_here": 0}
+    second = _in_fresh_process(STAMPED_LOAD, tmp_path / "numba")
+    assert second == {"stamped_before": True, "stamped_after": True, "children": 0, "misses_here": 0}
+
+
+def test_a_stamp_that_outlived_its_cache_entries_only_costs_a_compile_here(tmp_path):
+    _in_fresh_process(STAMPED_LOAD, tmp_path / "numba")
+    for entry in (tmp_path / "numba").rglob("*.nb[ic]"):  # the cache's entries gone, the stamp kept
+        entry.unlink()
+    got = _in_fresh_process(STAMPED_LOAD, tmp_path / "numba")
+    assert got["stamped_before"] and got["children"] == 0
+    assert got["misses_here"] > 0  # compiled in this process, as without numba_ahead
+
+
+def test_the_stamp_names_every_module_it_depends_on(tmp_path, monkeypatch):
+    from seqsift import numba_ahead
+
+    (tmp_path / "warm_ups_edited.py").write_text("def once():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    warm_ups = [WarmUp("warm_ups_edited:once", ("seqsift.kernels.align_cpu:_copy_spans",))]
+    before = numba_ahead.stamp_path(warm_ups)
+    assert before.is_relative_to(tmp_path / "numba")
+    os.utime(tmp_path / "warm_ups_edited.py", ns=(1, 1))  # the module edited (another time)
+    edited = numba_ahead.stamp_path(warm_ups)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    moved = numba_ahead.stamp_path(warm_ups)
+    assert len({before.name, edited.name, moved.name}) == 3
+    assert numba_ahead.stamp_path([WarmUp("no_such_module_here:once", ())]) is None
+
+
+WAITS_FOR_THE_DEVICE = """
+    import json, threading
+    from seqsift import numba_ahead
+    from seqsift.searching.warm_up import locate_warm_ups
+
+    class DeviceReady(threading.Event):
+        waited = False
+        def wait(self, timeout=None):
+            type(self).waited = True
+            return super().wait(timeout)
+
+    ready = DeviceReady()
+    ready.set()
+    numba_ahead.load(locate_warm_ups("hamming"), after=ready)
+    print(json.dumps({"waited": DeviceReady.waited}))
+"""
+
+
+def test_the_loads_wait_for_the_device_only_where_no_child_compiles(tmp_path):
+    """With children compiling, this process imports Numba meanwhile; with a stamp (nothing to
+    compile), its imports and loads wait until the job's device is ready."""
+    assert _in_fresh_process(WAITS_FOR_THE_DEVICE, tmp_path / "numba") == {"waited": False}
+    assert _in_fresh_process(WAITS_FOR_THE_DEVICE, tmp_path / "numba") == {"waited": True}

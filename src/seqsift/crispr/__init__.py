@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 
 import numpy as np
 
@@ -123,14 +124,19 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
 
 
 def _prepare_device() -> None:
-    """The output sort's Numba kernel (on a thread of its own: runtime.merge_warm_up), then CuPy, the
-    CUDA context, the staging buffers and the encoding kernel (kernels.cuda.prepare_device)."""
+    """CuPy, the CUDA context, the staging buffers and the encoding kernel (kernels.cuda.prepare_device),
+    then the output sort's Numba kernel (on a thread of its own, which on a fresh machine starts its
+    compile in a child process at once: runtime.merge_warm_up)."""
     from ..kernels.cuda import prepare_device
     from ..numba_ahead import load_soon
     from ..runtime.merge_warm_up import MERGE_WARM_UP
 
-    load_soon([MERGE_WARM_UP])
-    prepare_device()
+    device_ready = threading.Event()
+    load_soon([MERGE_WARM_UP], after=device_ready)
+    try:
+        prepare_device()
+    finally:
+        device_ready.set()
 
 
 SPACER_LENGTHS = range(17, 25)

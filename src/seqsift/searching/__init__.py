@@ -91,17 +91,22 @@ def _prepare_worker(metric: str, mode: str, reading: threading.Event) -> None:
     """On the thread that starts a one-GPU job's task threads (at once: they need no Dask), while the
     job still reads its inputs: what the job's first task would do before its first kernel
     (kernels.cuda.prepare_device: CuPy, the CUDA context, the staging buffers, the encoding kernel)
-    and the loading of the Numba kernels that locate its hits (warm_up.warm_up_locate).
+    and the loading of the Numba kernels that locate its hits (warm_up.warm_up_locate: its compiles,
+    if any, start at once in child processes; its loads here wait for the device).
     """
     if reading.is_set():
         return
+    device_ready = threading.Event()
     if mode == "best":  # first: on a fresh machine its compiles start now, in child processes (numba_ahead)
         from .warm_up import warm_up_locate
 
-        warm_up_locate(metric)
+        warm_up_locate(metric, after=device_ready)
     from ..kernels.cuda import prepare_device
 
-    prepare_device()
+    try:
+        prepare_device()
+    finally:
+        device_ready.set()
 
 
 def _job_from_inputs(reference, patterns, *, k, metric, strand, mode, algorithm, backend, align, client, verbose,

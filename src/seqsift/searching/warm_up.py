@@ -67,7 +67,7 @@ _warm_ups: dict[str, threading.Event] = {}  # metric -> set once its locating ke
 _warm_up_lock = threading.Lock()
 
 
-def warm_up_locate(metric: str) -> None:
+def warm_up_locate(metric: str, after: threading.Event | None = None) -> None:
     """Load the kernels that locate and sort a GPU-searched chunk's hits, in a background thread, once
     per process; a task waits for it before its first locate (:func:`warmed_up`).
 
@@ -76,12 +76,13 @@ def warm_up_locate(metric: str) -> None:
     hits (H100 host, benchmarks/README.md), and on a fresh machine, with no
     cache, it compiles them first (numba_ahead: in parallel child processes).
     A one-GPU job starts this while it reads its inputs
-    (searching._prepare_worker); a task starts it otherwise, where it
-    overlaps the task's upload and search.
+    (searching._prepare_worker), its loads here ``after`` the device is
+    ready; a task starts it otherwise, where it overlaps the task's upload
+    and search.
     """
     with _warm_up_lock:
         if metric not in _warm_ups:
-            _warm_ups[metric] = numba_ahead.load_soon(locate_warm_ups(metric))
+            _warm_ups[metric] = numba_ahead.load_soon(locate_warm_ups(metric), after)
 
 
 def warmed_up(metric: str) -> None:
