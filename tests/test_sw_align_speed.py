@@ -25,6 +25,12 @@ of pairs of very different lengths.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -371,3 +377,24 @@ def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkey
     check_against_reference(mixed_pairs(np.random.default_rng(11), 40, 30, 60), scoring)
     lanes = "_align_lanes_affine" if affine else "_align_lanes_linear"
     assert set(called) == ({lanes} if compiled else {"_align_scalar"})
+
+
+COLD_THEN_COMPILED = """
+    import json
+    from seqsift.kernels.sw import cpu as sw_cpu
+
+    before = sw_cpu._lanes_compiled(False)          # cold: the compile starts in the background
+    sw_cpu._lane_compiles[False].wait()             # numba_ahead's event: child compiled, loaded here
+    print(json.dumps({"before": before, "after": sw_cpu._lanes_compiled(False),
+                      "signatures": len(sw_cpu._align_lanes_linear.signatures)}))
+"""
+
+
+def test_a_cold_small_batch_starts_the_lanes_compile_in_the_background(tmp_path):
+    """A machine whose batches all stay under COLD_SCALAR_CELLS still gets the lanes: the first cold
+    check starts their compile (a child process, then a load here), after which batches take them."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(COLD_THEN_COMPILED)], capture_output=True,
+                            text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"before": False, "after": True, "signatures": 1}

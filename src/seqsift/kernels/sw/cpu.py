@@ -50,6 +50,8 @@ kernels compute exactly what 32-bit words would.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit, prange
 from numba.extending import overload
@@ -1258,20 +1260,55 @@ about 2e9 cells on two threads."""
 
 def _lanes_compiled(affine: bool) -> bool:
     """Whether the lane driver of this gap model costs no compile: compiled in this process, or in
-    Numba's on-disk cache."""
+    Numba's on-disk cache. Where it would, its compile starts in the background (:func:`_compile_lanes_soon`)."""
     from ...numba_ahead import in_cache
 
     driver = _align_lanes_affine if affine else _align_lanes_linear
-    return bool(driver.signatures) or in_cache(driver)
+    if driver.signatures or in_cache(driver):
+        return True
+    _compile_lanes_soon(affine)
+    return False
+
+
+_lane_compiles: dict[bool, object] = {}  # gap model (affine?) -> numba_ahead's event, once per process
+_lane_compiles_lock = threading.Lock()
+
+
+def _compile_lanes_soon(affine: bool) -> None:
+    """The lane driver's first compile in a child process, then its load here, on a thread of its own
+    (numba_ahead), once per process. Without it a machine whose batches all stay under
+    COLD_SCALAR_CELLS never compiled the lanes and ran the scalar pass 1 for good: on the H100 host the
+    issue's 100,000 x 1,000 screen took 37 s with its alignments, 11 s without."""
+    from ...numba_ahead import WarmUp, load_soon
+
+    driver = "_align_lanes_affine" if affine else "_align_lanes_linear"
+    with _lane_compiles_lock:
+        if affine not in _lane_compiles:
+            _lane_compiles[affine] = load_soon([WarmUp(f"{__name__}:lanes_once", (f"{__name__}:{driver}",),
+                                                       "affine" if affine else "linear")])
+
+
+def lanes_once(gaps: str) -> None:
+    """Two small pairs aligned through the int16 lane driver of ``gaps`` ("linear" or "affine"), past
+    the cold rule: what compiles (or loads) that driver for the argument types of every batch."""
+    codes = np.tile(np.arange(4, dtype=np.uint8), 6)   # ACGT x 6: query [0, 8), target [8, 24)
+    start = np.array([0, 0], np.int64)
+    q_len, t_start, t_len = np.array([8, 8], np.int64), np.array([8, 8], np.int64), np.array([16, 16], np.int64)
+    c1, c2, go, ge = (2, 1, 5, 2) if gaps == "affine" else (2, 1, 1, 1)
+    scores = np.full(2, 8 * c1, np.int64)   # the query lies whole in the target
+    room = q_len + t_len
+    _align_pairs(codes, start, q_len, t_start, t_len, scores, c1, c2, go, ge, gaps == "affine", 1 << 20,
+                 np.cumsum(room) - room, np.empty(int(room.sum()) + 1, np.uint8), np.zeros(2, np.int64),
+                 np.zeros((2, 4), np.int64), np.zeros(2, np.int8), cold_rule=False)
 
 
 def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
-                 op_offsets, ops, op_counts, coords, status):
+                 op_offsets, ops, op_counts, coords, status, cold_rule: bool = True):
     """Plan the groups, then run each kind's driver on its groups (all scalar for a small batch on a
-    machine that has not compiled the lane drivers: COLD_SCALAR_CELLS)."""
+    machine that has not compiled the lane drivers: COLD_SCALAR_CELLS, unless ``cold_rule`` is off)."""
     groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
     cells = float(np.dot(np.asarray(q_len, np.float64), np.asarray(t_len, np.float64)))
-    if cells <= COLD_SCALAR_CELLS and not _lanes_compiled(bool(affine)):
+    if cold_rule and cells <= COLD_SCALAR_CELLS and not _lanes_compiled(bool(affine)):
         kinds[:] = KIND_SCALAR
     c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
     data = (codes, q_start, q_len, t_start, t_len, scores, groups)
