@@ -359,11 +359,21 @@ def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, 
     from seqsift.searching import warm_up
 
     done = []
-    monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append("device"))
-    monkeypatch.setattr(warm_up, "warm_up_locate", lambda metric: done.append(f"locate {metric}"))
+    ready = []  # the event the locating kernels' loads wait for
+    monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append(f"device (ready {ready[0].is_set()})"
+                                                                            if ready else "device"))
+
+    def warm_up_locate(metric, after=None):
+        ready.append(after)
+        done.append(f"locate {metric} (ready {after.is_set()})")
+
+    monkeypatch.setattr(warm_up, "warm_up_locate", warm_up_locate)
     reading = threading.Event()
     if not still_reading:
         reading.set()
     engine._prepare_worker("edit", mode, reading)
-    # The locating kernels first: on a fresh machine their compiles start in child processes at once.
-    assert done == ((["locate edit"] if mode == "best" else []) + ["device"] if still_reading else [])
+    # The locating kernels first: on a fresh machine their compiles start in child processes at once;
+    # their loads here wait for an event that is set once the device is ready, and not before.
+    best = ["locate edit (ready False)", "device (ready False)"]
+    assert done == ((best if mode == "best" else ["device"]) if still_reading else [])
+    assert all(event.is_set() for event in ready)
