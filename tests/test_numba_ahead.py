@@ -147,7 +147,9 @@ def test_the_stamp_names_every_module_it_depends_on(tmp_path, monkeypatch):
     edited = numba_ahead.stamp_path(warm_ups)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
     moved = numba_ahead.stamp_path(warm_ups)
-    assert len({before.name, edited.name, moved.name}) == 3
+    monkeypatch.setattr(numba_ahead, "_cpu", lambda: "x86_64\nmodel name\t: another CPU")  # a node beside
+    other_cpu = numba_ahead.stamp_path(warm_ups)
+    assert len({before.name, edited.name, moved.name, other_cpu.name}) == 4
     assert numba_ahead.stamp_path([WarmUp("no_such_module_here:once", ())]) is None
 
 

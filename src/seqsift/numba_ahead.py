@@ -92,15 +92,17 @@ def stamp_path(warm_ups: list[WarmUp]) -> Path | None:
 
     Its name hashes what a cache entry depends on: Python's version, Numba's
     install (the path and time of its ``__init__``), the cache's place
-    (``NUMBA_CACHE_DIR``), and the path, size and time of each module the
-    kernels live in, so that a new Python, Numba or seqsift install, or an
-    edited module, finds no stamp. It lies in ``NUMBA_CACHE_DIR`` where that is
+    (``NUMBA_CACHE_DIR``), this machine's CPU (Numba keeps an entry per CPU:
+    cluster nodes of other CPUs that share a home folder each compile their
+    own), and the path, size and time of each module the kernels live in, so
+    that a new Python, Numba or seqsift install, or an edited module, finds
+    no stamp. It lies in ``NUMBA_CACHE_DIR`` where that is
     set (removed with the cache), else in seqsift's cache folder. None where a
     module cannot be found without importing it.
     """
     from .cache import cache_directory
 
-    parts = [sys.version, os.environ.get("NUMBA_CACHE_DIR", "")]
+    parts = [sys.version, os.environ.get("NUMBA_CACHE_DIR", ""), _cpu()]
     for module in ["numba", *sorted({name.split(":")[0] for w in warm_ups for name in (w.call, *w.kernels)})]:
         try:
             spec = importlib.util.find_spec(module)
@@ -114,6 +116,24 @@ def stamp_path(warm_ups: list[WarmUp]) -> Path | None:
     folder = (Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR")
               else cache_directory(create=False) / "numba")
     return folder / "seqsift-warm-ups" / key
+
+
+def _cpu() -> str:
+    """This machine's architecture and CPU model and flags (Linux's /proc/cpuinfo; the architecture alone
+    elsewhere)."""
+    import platform
+
+    described = [platform.machine()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    described.append(line.strip())
+                elif not line.strip():  # the first processor's block ends
+                    break
+    except OSError:
+        pass
+    return "\n".join(described)
 
 
 def load(warm_ups: list[WarmUp], after: threading.Event | None = None) -> None:
