@@ -367,6 +367,7 @@ def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkey
     scalar pass 1 (no 10-15 s compile for it); once they are compiled, by the lanes; same results."""
     monkeypatch.setattr(sw_cpu, "COLD_SCALAR_CELLS", 2e9)
     monkeypatch.setattr(sw_cpu, "_lanes_compiled", lambda affine: compiled)
+    monkeypatch.setattr(sw_cpu, "_compile_lanes_soon", lambda affine: None)   # no background compile here
     called = []
     for name in ("_align_scalar", "_align_lanes_linear", "_align_lanes_affine"):
         def counted(*args, _real=getattr(sw_cpu, name), _name=name):
@@ -381,9 +382,13 @@ def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkey
 
 COLD_THEN_COMPILED = """
     import json
+    import numpy as np
+    from seqsift.kernels import sw
     from seqsift.kernels.sw import cpu as sw_cpu
 
-    before = sw_cpu._lanes_compiled(False)          # cold: the compile starts in the background
+    before = sw_cpu._lanes_compiled(False)
+    codes = np.tile(np.arange(4, dtype=np.uint8), 10)   # a small batch: the query lies whole in the target
+    sw.align(codes, [0], [8], [8], [32], [16], sw.Scoring(2, 1, 1))   # cold: the lanes' compile starts
     sw_cpu._lane_compiles[False].wait()             # numba_ahead's event: child compiled, loaded here
     print(json.dumps({"before": before, "after": sw_cpu._lanes_compiled(False),
                       "signatures": len(sw_cpu._align_lanes_linear.signatures)}))
@@ -392,7 +397,7 @@ COLD_THEN_COMPILED = """
 
 def test_a_cold_small_batch_starts_the_lanes_compile_in_the_background(tmp_path):
     """A machine whose batches all stay under COLD_SCALAR_CELLS still gets the lanes: the first cold
-    check starts their compile (a child process, then a load here), after which batches take them."""
+    batch starts their compile (a child process, then a load here), after which batches take them."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(COLD_THEN_COMPILED)], capture_output=True,
                             text=True, env=env, timeout=600)

@@ -1260,14 +1260,11 @@ about 2e9 cells on two threads."""
 
 def _lanes_compiled(affine: bool) -> bool:
     """Whether the lane driver of this gap model costs no compile: compiled in this process, or in
-    Numba's on-disk cache. Where it would, its compile starts in the background (:func:`_compile_lanes_soon`)."""
+    Numba's on-disk cache."""
     from ...numba_ahead import in_cache
 
     driver = _align_lanes_affine if affine else _align_lanes_linear
-    if driver.signatures or in_cache(driver):
-        return True
-    _compile_lanes_soon(affine)
-    return False
+    return bool(driver.signatures) or in_cache(driver)
 
 
 _lane_compiles: dict[bool, object] = {}  # gap model (affine?) -> numba_ahead's event, once per process
@@ -1305,10 +1302,12 @@ def lanes_once(gaps: str) -> None:
 def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
                  op_offsets, ops, op_counts, coords, status, cold_rule: bool = True):
     """Plan the groups, then run each kind's driver on its groups (all scalar for a small batch on a
-    machine that has not compiled the lane drivers: COLD_SCALAR_CELLS, unless ``cold_rule`` is off)."""
+    machine that has not compiled the lane drivers, whose compile it starts in the background:
+    COLD_SCALAR_CELLS, unless ``cold_rule`` is off)."""
     groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
     cells = float(np.dot(np.asarray(q_len, np.float64), np.asarray(t_len, np.float64)))
     if cold_rule and cells <= COLD_SCALAR_CELLS and not _lanes_compiled(bool(affine)):
+        _compile_lanes_soon(bool(affine))
         kinds[:] = KIND_SCALAR
     c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
     data = (codes, q_start, q_len, t_start, t_len, scores, groups)
