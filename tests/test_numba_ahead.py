@@ -23,7 +23,6 @@ LOAD_AND_COUNT = """
     import json
     from seqsift import numba_ahead
     from seqsift.kernels import align_cpu
-    from seqsift.runtime import order
     from seqsift.searching.warm_up import locate_warm_ups
 
     warm_ups = locate_warm_ups("edit")
@@ -32,7 +31,7 @@ LOAD_AND_COUNT = """
     stats = {name: [f.stats.cache_hits and sum(f.stats.cache_hits.values()),
                     f.stats.cache_misses and sum(f.stats.cache_misses.values())]
              for name, f in (("edit_ops", align_cpu.edit_ops), ("cigar_bytes", align_cpu.cigar_bytes),
-                             ("copy_spans", align_cpu._copy_spans), ("merge_runs", order._merge_runs))}
+                             ("copy_spans", align_cpu._copy_spans))}
     print(json.dumps({"cached_before": cached_before, "cached_after": [w.cached() for w in warm_ups],
                       "stats": stats}))
 """
@@ -40,8 +39,8 @@ LOAD_AND_COUNT = """
 
 def test_on_an_empty_cache_the_children_compile_and_this_process_only_loads(tmp_path):
     got = _in_fresh_process(LOAD_AND_COUNT, tmp_path / "numba")
-    assert got["cached_before"] == [False, False, False]
-    assert got["cached_after"] == [True, True, True]
+    assert got["cached_before"] == [False, False]
+    assert got["cached_after"] == [True, True]
     for name, (hits, misses) in got["stats"].items():
         assert hits and not misses, (name, hits, misses)   # loaded from the children's cache, never compiled here
 
@@ -98,7 +97,6 @@ STAMPED_LOAD = """
     import json, subprocess
     from seqsift import numba_ahead
     from seqsift.kernels import align_cpu
-    from seqsift.runtime import order
     from seqsift.searching.warm_up import locate_warm_ups
 
     warm_ups = locate_warm_ups("edit")
@@ -112,7 +110,7 @@ STAMPED_LOAD = """
     numba_ahead.subprocess.Popen = counting_popen
     numba_ahead.load(warm_ups)
     misses = sum(sum(f.stats.cache_misses.values()) for f in (align_cpu.edit_ops, align_cpu.cigar_bytes,
-                                                             align_cpu._copy_spans, order._merge_runs))
+                                                             align_cpu._copy_spans))
     print(json.dumps({"stamped_before": stamped_before, "stamped_after": stamp.exists(),
                       "children": len(spawned), "misses_here": misses}))
 """
@@ -120,7 +118,7 @@ STAMPED_LOAD = """
 
 def test_a_stamp_spares_the_children_once_the_cache_holds_every_kernel(tmp_path):
     first = _in_fresh_process(STAMPED_LOAD, tmp_path / "numba")
-    assert first == {"stamped_before": False, "stamped_after": True, "children": 3, "misses_here": 0}
+    assert first == {"stamped_before": False, "stamped_after": True, "children": 2, "misses_here": 0}
     second = _in_fresh_process(STAMPED_LOAD, tmp_path / "numba")
     assert second == {"stamped_before": True, "stamped_after": True, "children": 0, "misses_here": 0}
 

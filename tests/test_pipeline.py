@@ -237,17 +237,15 @@ def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
 @pytest.mark.parametrize("metric", ["hamming", "edit"])
 def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     """After the background warm-up, locating a GPU-searched chunk's hits (read-only raw
-    bytes through the code table) and sorting a task's rows need no further Numba version."""
+    bytes through the code table) needs no further Numba version."""
     from seqsift.kernels import align_cpu
-    from seqsift.runtime import order
     from seqsift.searching import warm_up
 
     warm_up._warm_ups.pop(metric, None)
     warm_up.warm_up_locate(metric)
     warm_up.warmed_up(metric)
     ops = align_cpu.hamming_ops if metric == "hamming" else align_cpu.edit_ops
-    kernels_used = (("ops", ops), ("cigar", align_cpu.cigar_bytes), ("copy", align_cpu._copy_spans),
-                    ("merge", order._merge_runs))
+    kernels_used = (("ops", ops), ("cigar", align_cpu.cigar_bytes), ("copy", align_cpu._copy_spans))
     loaded = {name: len(f.signatures) for name, f in kernels_used}
     assert all(loaded.values()), loaded
     rng = random.Random(8)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from ..errors import InputError, note
 from ..io.patterns import read_patterns
 from ..io.reference import open_reference, refuse_protein
 from ..kernels.crispr import CUDA_MAX_GUIDE
+from ..kernels.cuda import prepare_device
 from ..pattern_set import STRAND_CHOICES, PatternSet
 from ..runtime.clients import JobClient, backend_for
 from ..runtime.output import INTERVAL_FORMATS
@@ -92,8 +92,8 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     formats = None if output_format == "cas-offinder" else INTERVAL_FORMATS
     with JobRun(output, formats=formats, inputs=inputs, client=job_client, resume=resume,
                 wait_for_lock=wait_for_lock, side_outputs={"summary": summary}) as run:
-        job_client.start_ahead(backend, prepare=_prepare_device)  # one GPU: readied while the inputs are read
-        # Here, not at the top nor before the device is readied: pandas and Numba load when a job runs.
+        job_client.start_ahead(backend, prepare=prepare_device)  # one GPU: readied while the inputs are read
+        # Here, not at the top nor before the device is readied: pandas loads when a job runs.
         from .output import SiteOutput
         from .task import CrisprJob
 
@@ -121,22 +121,6 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
             job = dataclasses.replace(job, small=job.small_enough())
         return run.run(job, layout={"chunk_size": chunk_size, "guide_batch_size": guide_batch_size},
                        progress=progress, verbose=verbose)
-
-
-def _prepare_device() -> None:
-    """CuPy, the CUDA context, the staging buffers and the encoding kernel (kernels.cuda.prepare_device),
-    then the output sort's Numba kernel (on a thread of its own, which on a fresh machine starts its
-    compile in a child process at once: runtime.merge_warm_up)."""
-    from ..kernels.cuda import prepare_device
-    from ..numba_ahead import load_soon
-    from ..runtime.merge_warm_up import MERGE_WARM_UP
-
-    device_ready = threading.Event()
-    load_soon([MERGE_WARM_UP], after=device_ready)
-    try:
-        prepare_device()
-    finally:
-        device_ready.set()
 
 
 SPACER_LENGTHS = range(17, 25)

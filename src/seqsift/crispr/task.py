@@ -258,8 +258,9 @@ SORT_KEYS = ("record", "start", "end", "guide", "strand")
 
 
 def sort_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` in SORT_KEYS order (stable; runtime.order: a few sorted runs are merged, not sorted)."""
-    return sort_by_columns(frame, list(SORT_KEYS))
+    """``frame`` in SORT_KEYS order (stable; runtime.order: a few sorted runs are merged, not sorted;
+    ``end`` breaks ties of one start, so it is sorted as the site's length, ``end - start``)."""
+    return sort_by_columns(frame, list(SORT_KEYS), relative={"end": "start"})
 
 
 class SiteRows:

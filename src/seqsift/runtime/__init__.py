@@ -14,7 +14,6 @@ and resume, cluster, tasks, ordered output, the end, abort). Its pieces:
 ``store.py``          finished tasks saved beside the output, for ``--resume``
 ``output.py``         output files (TSV, BED, Parquet, ``.gz``), whole or not at all
 ``order.py``          the one stable sort of output rows
-``merge_warm_up.py``  its Numba kernel called once ahead (one GPU: while the job reads)
 ``windows.py``        a worker's reference windows (host and GPU), kept between jobs
 ``background.py``     writes on a thread of their own
 ``shared.py``         a value sent to the workers once

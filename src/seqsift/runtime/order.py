@@ -6,25 +6,25 @@ not millions of rows to sort. :func:`sort_rows` orders rows by a list of
 columns, lexicographically, stably:
 
 1. the columns are packed into as few int64 keys as they fit (each column,
-   less its smallest value, a digit in the base of its range; usually one or
-   two keys);
+   less its smallest value, a digit in the base of its range); a column that
+   only breaks ties between rows of equal earlier columns can be given
+   relative to one of them (``end`` as ``end - start``: a range of a few
+   bases, not of the whole chunk), so that the rows of any chunk need one key;
 2. rows already in order cost one comparison pass and are returned as they are;
-3. a few sorted runs (fewer than ``MAX_MERGED_RUNS``) are merged pairwise,
-   bottom-up (a Numba kernel, ``log2(runs)`` passes);
-4. anything else is sorted with ``np.lexsort`` over the keys.
+3. one key is sorted with NumPy's stable sort (timsort, which finds the
+   sorted runs and merges them: as fast as a compiled merge of the runs,
+   without loading Numba into a client that needs it for nothing else);
+4. several keys (columns too wide to pack) with ``np.lexsort``.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
-if TYPE_CHECKING:  # rows are pandas frames; this module itself needs only NumPy and Numba
+if TYPE_CHECKING:  # rows are pandas frames; this module itself needs only NumPy
     import pandas as pd
 
-MAX_MERGED_RUNS = 64
-"""Past this many sorted runs, a full sort is cheaper than merging them."""
 KEY_LIMIT = 2.0 ** 62
 """A packed key's range stays below this (a margin below int64's 2**63 for float rounding)."""
 
@@ -65,11 +65,10 @@ def sort_order(columns: list[np.ndarray]) -> np.ndarray | None:
         return None
     keys = np.stack(packed_keys(columns))
     later, earlier = keys[:, 1:], keys[:, :-1]
-    descents = np.flatnonzero(_first_difference_below(later, earlier)) + 1
-    if descents.size == 0:
+    if not _first_difference_below(later, earlier).any():
         return None
-    if descents.size < MAX_MERGED_RUNS:
-        return _merge_runs(keys, np.concatenate(([0], descents, [keys.shape[1]])))
+    if keys.shape[0] == 1:
+        return np.argsort(keys[0], kind="stable")
     return np.lexsort(keys[::-1])
 
 
@@ -83,52 +82,17 @@ def _first_difference_below(later: np.ndarray, earlier: np.ndarray) -> np.ndarra
     return below
 
 
-def sort_rows(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """``rows`` in the order of ``columns`` (stable; module docstring), with a fresh index."""
-    order = sort_order([rows[c].to_numpy() for c in columns])
+def sort_rows(rows: pd.DataFrame, columns: list[str], relative: dict[str, str] | None = None) -> pd.DataFrame:
+    """``rows`` in the order of ``columns`` (stable; module docstring), with a fresh index.
+
+    ``relative``: {column: earlier column}, a column sorted by its difference from an earlier one
+    (the same order, since rows it sorts agree on the earlier column; step 1)."""
+    relative = relative or {}
+    for column, base in relative.items():
+        if columns.index(base) > columns.index(column):
+            raise ValueError(f"{column} can be relative only to a column sorted before it, not {base}")
+    order = sort_order([rows[c].to_numpy() - rows[relative[c]].to_numpy() if c in relative else rows[c].to_numpy()
+                        for c in columns])
     if order is None:
         return rows.reset_index(drop=True)
     return rows.take(order).reset_index(drop=True)
-
-
-@njit(cache=True)
-def _less(keys, a, b) -> bool:
-    for k in range(keys.shape[0]):
-        if keys[k, a] != keys[k, b]:
-            return keys[k, a] < keys[k, b]
-    return False
-
-
-@njit(cache=True)
-def _merge_runs(keys, bounds):
-    """The order that merges the sorted runs [bounds[r], bounds[r + 1]) (stable: earlier runs first on ties)."""
-    order = np.arange(keys.shape[1])
-    scratch = np.empty_like(order)
-    width = 1   # runs merged pairwise, bottom-up: log2(runs) passes
-    runs = bounds.shape[0] - 1
-    while width < runs:
-        for r in range(0, runs, 2 * width):
-            lo = bounds[r]
-            mid = bounds[min(r + width, runs)]
-            hi = bounds[min(r + 2 * width, runs)]
-            a, b, out = lo, mid, lo
-            while a < mid and b < hi:
-                ia, ib = order[a], order[b]
-                if _less(keys, ib, ia):
-                    scratch[out] = ib
-                    b += 1
-                else:
-                    scratch[out] = ia
-                    a += 1
-                out += 1
-            while a < mid:
-                scratch[out] = order[a]
-                a += 1
-                out += 1
-            while b < hi:
-                scratch[out] = order[b]
-                b += 1
-                out += 1
-        order, scratch = scratch, order
-        width *= 2
-    return order

@@ -266,8 +266,11 @@ ENDS_ORDER_COLUMNS = ["record", "end", "pattern", "strand"]
 
 
 def sort_rows(rows: pd.DataFrame, reports_start: bool) -> pd.DataFrame:
-    """``rows`` in the search's output order (runtime.order.sort_rows: a few sorted runs are merged)."""
-    return sort_by_columns(rows, ORDER_COLUMNS if reports_start else ENDS_ORDER_COLUMNS)
+    """``rows`` in the search's output order (runtime.order.sort_rows: a few sorted runs are merged;
+    ``end`` breaks ties of one start, so it is sorted as ``end - start``, a pattern's length or so)."""
+    if reports_start:
+        return sort_by_columns(rows, ORDER_COLUMNS, relative={"end": "start"})
+    return sort_by_columns(rows, ENDS_ORDER_COLUMNS)
 
 
 def _join(left: pd.Series, right: pd.Series) -> pd.Series:

@@ -1,7 +1,7 @@
 """The Numba kernels a GPU search's host side calls, called once with the job's argument types.
 
 A GPU-searched chunk's hits are located on the host (kernels.align_cpu:
-starts, CIGARs, aligned text) and its rows sorted (runtime.order). Numba
+starts, CIGARs, aligned text). Numba
 keeps one compiled version per argument type, so each function here calls
 a kernel as a task does: on read-only raw bytes through the code table, as
 a task's window holds them. :func:`warm_up_locate` makes these calls ahead
@@ -21,18 +21,16 @@ import numpy as np
 from .. import numba_ahead
 from ..alphabet import TEXT_CODE_ARRAY
 from ..numba_ahead import WarmUp
-from ..runtime.merge_warm_up import MERGE_WARM_UP
 
 _ALIGN = "seqsift.kernels.align_cpu"
 
 
 def locate_warm_ups(metric: str) -> list[WarmUp]:
     """What a GPU-searched chunk's hits need of Numba, each its own child process on a fresh machine:
-    the metric's locating kernel, the CIGAR and span kernels, and the merge of sorted runs."""
+    the metric's locating kernel, and the CIGAR and span kernels."""
     ops = f"{_ALIGN}:{'hamming_ops' if metric == 'hamming' else 'edit_ops'}"
     return [WarmUp(f"{__name__}:locate_once", (ops,), metric),
-            WarmUp(f"{__name__}:spans_once", (f"{_ALIGN}:cigar_bytes", f"{_ALIGN}:_copy_spans")),
-            MERGE_WARM_UP]
+            WarmUp(f"{__name__}:spans_once", (f"{_ALIGN}:cigar_bytes", f"{_ALIGN}:_copy_spans"))]
 
 
 def _raw_text() -> np.ndarray:
