@@ -67,7 +67,20 @@ WRAPPED = [  # (module, attribute or Class.attribute, stage label)
     ("seqsift.searching.merge", "OrderedMerger.add_group", "merge"), ("seqsift.searching.output", "HitWriter.write", "write"),
     ("seqsift.searching.output", "HitWriter.close", "close output"),
     ("seqsift.crispr.task", "read_chunk", "read window"), ("seqsift.crispr.task", "read_packed", "read packed window"),
-    ("seqsift.crispr.task", "find_sites", "kernel")]
+    ("seqsift.crispr.task", "find_sites", "kernel"),
+    # the steps before the first task, on the main thread and the device's
+    ("seqsift.crispr", "read_patterns", "guides"), ("seqsift.crispr", "open_reference", "open"),
+    ("seqsift.runtime.clients", "JobClient.start_ahead", "start ahead"),
+    ("seqsift.crispr.task", "CrisprJob.plan", "plan"), ("seqsift.crispr.task", "CrisprJob.writer", "writer"),
+    ("seqsift.crispr.task", "CrisprJob.fingerprint", "fingerprint"),
+    ("seqsift.crispr.task", "CrisprJob.small_enough", "small?"),
+    ("seqsift.crispr.task", "CrisprJob.collector", "collector"),
+    ("seqsift.searching.job", "SearchJob.plan", "plan"), ("seqsift.searching.job", "SearchJob.writer", "writer"),
+    ("seqsift.searching.job", "SearchJob.collector", "collector"),
+    ("seqsift.kernels.cuda", "_allocate_staging", "staging"), ("seqsift.kernels.cuda", "_encoder", "encoder"),
+    ("seqsift.numba_ahead", "load", "numba load")]
+BIG_IMPORTS = ("numpy", "cupy", "pandas", "pyarrow", "numba", "pynvml", "distributed", "dask", "scipy")
+"""Packages whose import shows as a stage of its own (``import NAME``) on the thread that imports them."""
 
 
 def _wrap_in(module, attribute: str, label: str) -> None:
@@ -88,6 +101,9 @@ def instrument() -> None:
     _note_fills()
 
 
+_finding = threading.local()
+
+
 class _WrapWhenImported:
     """A meta path finder that wraps a module's stages once the command itself imports it (``--as-imported``)."""
 
@@ -95,17 +111,22 @@ class _WrapWhenImported:
         import importlib.util
 
         wanted = [(attribute, label) for module, attribute, label in WRAPPED if module == fullname]
-        if not wanted:
+        if (not wanted and fullname not in BIG_IMPORTS) or getattr(_finding, "now", False):
             return None
-        sys.meta_path.remove(self)
+        _finding.now = True  # per thread: the other finders answer this one (threads import at once)
         try:
             spec = importlib.util.find_spec(fullname)
         finally:
-            sys.meta_path.insert(0, self)
+            _finding.now = False
         run_module = spec.loader.exec_module
 
         def exec_module(module):
-            run_module(module)
+            began = time.perf_counter()
+            try:
+                run_module(module)
+            finally:
+                if fullname in BIG_IMPORTS:
+                    note(f"import {fullname}", began, time.perf_counter())
             for attribute, label in wanted:
                 _wrap_in(module, attribute, label)
             if fullname == "seqsift.kernels.cuda":
