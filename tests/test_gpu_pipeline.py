@@ -48,6 +48,34 @@ def test_prepared_device_uploads_as_without_preparing():
     assert np.array_equal(kernels_cuda.upload_and_encode(raw).get(), encode_text(raw.tobytes()))
 
 
+CONTEXT_CUPY_USES = """
+import ctypes, json
+from seqsift.kernels.cuda import open_context
+
+opened = open_context()
+libcuda = ctypes.CDLL("libcuda.so.1")
+device, primary, current = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
+libcuda.cuDeviceGet(ctypes.byref(device), 0)
+libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(primary), device)
+import cupy
+cupy.arange(5).sum().get()
+libcuda.cuCtxGetCurrent(ctypes.byref(current))
+print(json.dumps({"opened": opened, "same": current.value == primary.value, "primary": bool(primary.value)}))
+"""
+
+
+def test_the_context_opened_beside_cupys_import_is_the_one_cupy_runs_in():
+    """open_context (prepare_device's thread) makes device 0's primary context through libcuda; CuPy's
+    first device call then runs in that very context, so the driver's work done ahead is not redone."""
+    import json
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", CONTEXT_CUPY_USES], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"opened": True, "same": True, "primary": True}
+
+
 def test_real_genome_encodes_as_on_the_cpu(real_data):
     from seqsift.kernels.cuda import upload_and_encode
 

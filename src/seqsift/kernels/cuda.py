@@ -116,7 +116,8 @@ def _allocate_staging() -> None:
     import cupy
 
     global _staging_allocations
-    block = np.frombuffer(cupy.cuda.alloc_pinned_memory(2 * STAGING_THREADS * STAGE_BYTES), np.uint8)
+    size = 2 * STAGING_THREADS * STAGE_BYTES
+    block = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8)[:size]  # the pool may round up
     buffers = block.reshape(2 * STAGING_THREADS, STAGE_BYTES)
     _staging_free.extend([[buffers[2 * t], buffers[2 * t + 1]] for t in range(STAGING_THREADS)])
     _staging_allocations += 1
@@ -134,9 +135,37 @@ def prepare_device() -> None:
     than all of this. Calling it again costs nothing.
     """
     with _staging_lock:
-        if _staging_allocations == 0:
+        if _staging_allocations == 0:  # this process's first: its context is made beside CuPy's import
+            opening = threading.Thread(target=open_context, name="seqsift-cuda-context", daemon=True)
+            opening.start()
             _allocate_staging()
+            opening.join()
     _encoder()
+
+
+def open_context(ordinal: int = 0) -> bool:
+    """Make the CUDA driver's primary context of device ``ordinal`` (0: CuPy's current device in a
+    job's process, whose GPU a worker sees as device 0) through libcuda itself, without CuPy; whether
+    it is there.
+
+    CuPy makes the same context at its first device call, after its import:
+    on the H100 host the import took 0.5 s and the context 0.2 s more, one
+    after the other, before a job's first upload. The driver's calls made
+    through ctypes hold no GIL, so on a thread of its own this runs while
+    CuPy imports; CuPy then finds the context made (the runtime uses the
+    device's primary context) and goes on. The context is retained for the
+    process's life, as CuPy's is. Without libcuda (no driver, another
+    platform) it does nothing: CuPy reports what is missing where it always has.
+    """
+    import ctypes
+
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    return (libcuda.cuInit(0) == 0 and libcuda.cuDeviceGet(ctypes.byref(device), ordinal) == 0
+            and libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0)
 
 
 def _encoder():
