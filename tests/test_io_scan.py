@@ -367,3 +367,19 @@ def test_fai_text_is_each_record_formatted_in_turn(seed):
 
 def test_fai_text_of_no_records_is_empty():
     assert fasta_scan.FastaLayout((), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0).fai_text() == ""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_table_bytes_writes_each_line_as_str_formatting_does(seed):
+    """The .fai's lines, written by NumPy (fasta_scan.table_bytes), equal Python's own formatting of
+    each field: names of any UTF-8 letters and widths, numbers of every width from 0 to 2^62."""
+    rng = random.Random(seed)
+    count = rng.choice([1, 2, 17, 500])
+    letters = "ACGTacgt_.|:é漢0123456789"
+    names = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 30))) for _ in range(count)]
+    columns = [np.array([rng.choice([0, rng.randint(0, 9), rng.randint(0, 10 ** rng.randint(1, 18)),
+                                      rng.randint(0, 1 << 62)]) for _ in range(count)], dtype=np.int64)
+               for _ in range(rng.randint(1, 5))]
+    expected = "".join("\t".join([name, *(str(int(column[i])) for column in columns)]) + "\n"
+                       for i, name in enumerate(names))
+    assert fasta_scan.table_bytes(names, columns) == expected.encode("utf-8")
