@@ -502,8 +502,8 @@ def main() -> None:
 
     # A fresh install compiles its Numba and CUDA kernels on first use (disk-cached afterwards): do
     # that on a small genome first, so that "cold" means a genome never seen, not a fresh install.
-    # As many records as the genome: with 2, the merge of sorted runs (a Numba function) was first
-    # compiled in the first timed job (its merge stage took 1.4-2.3 s there, 0.4-0.6 s later).
+    # As many records as the genome: with 2, the merge of sorted runs (a Numba function until f333e84)
+    # was first compiled in the first timed job (its merge stage took 1.4-2.3 s there, 0.4-0.6 s later).
     primer, _ = write_genome(args.genome_dir / "primer", 2_000_000, args.records)
     primer_codes = read_codes(primer)
     for job, count, length, seed in ((edit_job, 312, 23, 1), (hamming_job, 1000, 20, 2)):
