@@ -864,7 +864,7 @@ def _write_index(target: Path, kind: str, cache: "_CacheEntry", layout: fasta_sc
             if fai.parent == cache.path("").parent:
                 cache.make_directory()
             with _atomic_write(fai) as out:
-                out.write(layout.fai_text().encode("utf-8"))
+                out.write(layout.fai_bytes())
             if gzi is not None:
                 with _atomic_write(gzi) as out:
                     decompress.write_gzi(bgzf_blocks, out)
