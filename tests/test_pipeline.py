@@ -238,10 +238,11 @@ def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
 def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
     """After the background warm-up, locating a GPU-searched chunk's hits (read-only raw
     bytes through the code table) needs no further Numba version."""
+    from seqsift import numba_ahead
     from seqsift.kernels import align_cpu
     from seqsift.searching import warm_up
 
-    warm_up._warm_ups.pop(metric, None)
+    numba_ahead._loading.pop(f"locate-{metric}", None)
     warm_up.warm_up_locate(metric)
     warm_up.warmed_up(metric)
     ops = align_cpu.hamming_ops if metric == "hamming" else align_cpu.edit_ops

@@ -383,13 +383,14 @@ def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkey
 COLD_THEN_COMPILED = """
     import json
     import numpy as np
+    from seqsift import numba_ahead
     from seqsift.kernels import sw
     from seqsift.kernels.sw import cpu as sw_cpu
 
     before = sw_cpu._lanes_compiled(False)
     codes = np.tile(np.arange(4, dtype=np.uint8), 10)   # a small batch: the query lies whole in the target
     sw.align(codes, [0], [8], [8], [32], [16], sw.Scoring(2, 1, 1))   # cold: the lanes' compile starts
-    sw_cpu._lane_compiles[False].wait()             # numba_ahead's event: child compiled, loaded here
+    numba_ahead.loading("sw-lanes-linear").wait()   # numba_ahead's event: child compiled, loaded here
     print(json.dumps({"before": before, "after": sw_cpu._lanes_compiled(False),
                       "signatures": len(sw_cpu._align_lanes_linear.signatures)}))
 """

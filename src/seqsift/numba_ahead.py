@@ -189,5 +189,23 @@ def load_soon(warm_ups: list[WarmUp], after: threading.Event | None = None) -> t
     return done
 
 
+_loading: dict[str, threading.Event] = {}  # key -> load_soon's event, for load_once
+_loading_lock = threading.Lock()
+
+
+def load_once(key: str, warm_ups: list[WarmUp], after: threading.Event | None = None) -> threading.Event:
+    """:func:`load_soon` of ``warm_ups`` the first time ``key`` is asked for in this process; its event
+    (the same one every time)."""
+    with _loading_lock:
+        if key not in _loading:
+            _loading[key] = load_soon(warm_ups, after)
+        return _loading[key]
+
+
+def loading(key: str) -> threading.Event | None:
+    """The event of :func:`load_once`'s ``key``, or None where it was not started in this process."""
+    return _loading.get(key)
+
+
 if __name__ == "__main__":  # a child of load(): one warm-up's calls, which write the cache
     WarmUp(sys.argv[1], (), sys.argv[2] if len(sys.argv) > 2 else None).run()

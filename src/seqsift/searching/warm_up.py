@@ -61,10 +61,6 @@ def spans_once() -> None:
     kernels.gather_spans(_raw_text(), one - 1, one * 4)
 
 
-_warm_ups: dict[str, threading.Event] = {}  # metric -> set once its locating kernels are loaded here
-_warm_up_lock = threading.Lock()
-
-
 def warm_up_locate(metric: str, after: threading.Event | None = None) -> None:
     """Load the kernels that locate and sort a GPU-searched chunk's hits, in a background thread, once
     per process; a task waits for it before its first locate (:func:`warmed_up`).
@@ -78,14 +74,12 @@ def warm_up_locate(metric: str, after: threading.Event | None = None) -> None:
     ready; a task starts it otherwise, where it overlaps the task's upload
     and search.
     """
-    with _warm_up_lock:
-        if metric not in _warm_ups:
-            _warm_ups[metric] = numba_ahead.load_soon(locate_warm_ups(metric), after)
+    numba_ahead.load_once(f"locate-{metric}", locate_warm_ups(metric), after)
 
 
 def warmed_up(metric: str) -> None:
     """Wait for a warm-up under way (a task compiling the same kernels meanwhile would hold the GIL
     for seconds beside it, for nothing)."""
-    done = _warm_ups.get(metric)
+    done = numba_ahead.loading(f"locate-{metric}")
     if done is not None:
         done.wait()

@@ -50,8 +50,6 @@ kernels compute exactly what 32-bit words would.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 from numba import njit, prange
 from numba.extending import overload
@@ -1267,22 +1265,15 @@ def _lanes_compiled(affine: bool) -> bool:
     return bool(driver.signatures) or in_cache(driver)
 
 
-_lane_compiles: dict[bool, object] = {}  # gap model (affine?) -> numba_ahead's event, once per process
-_lane_compiles_lock = threading.Lock()
-
-
 def _compile_lanes_soon(affine: bool) -> None:
     """The lane driver's first compile in a child process, then its load here, on a thread of its own
     (numba_ahead), once per process. Without it a machine whose batches all stay under
     COLD_SCALAR_CELLS never compiled the lanes and ran the scalar pass 1 for good: on the H100 host the
     issue's 100,000 x 1,000 screen took 37 s with its alignments, 11 s without."""
-    from ...numba_ahead import WarmUp, load_soon
+    from ...numba_ahead import WarmUp, load_once
 
-    driver = "_align_lanes_affine" if affine else "_align_lanes_linear"
-    with _lane_compiles_lock:
-        if affine not in _lane_compiles:
-            _lane_compiles[affine] = load_soon([WarmUp(f"{__name__}:lanes_once", (f"{__name__}:{driver}",),
-                                                       "affine" if affine else "linear")])
+    gaps = "affine" if affine else "linear"
+    load_once(f"sw-lanes-{gaps}", [WarmUp(f"{__name__}:lanes_once", (f"{__name__}:_align_lanes_{gaps}",), gaps)])
 
 
 def lanes_once(gaps: str) -> None:
