@@ -51,11 +51,13 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .background import BackgroundWrites
+
+if TYPE_CHECKING:  # tasks' rows are frames; pandas itself loads with the job's first rows, not before its tasks
+    import pandas as pd
 
 MANIFEST = "manifest.json"
 TASK_FILE = re.compile(r"task-(\d+)-(\d+)(?:\.([0-9a-f]{64}))?\.arrow")
