@@ -1,4 +1,5 @@
-"""locate_packed(): start positions and extended CIGARs of hits (kernels/align_cpu.py).
+"""locate_packed(): start positions and extended CIGARs of hits (kernels/locate, its CPU backend; the GPU's is
+checked against it in test_gpu_locate.py).
 
 For every located hit: the CIGAR must be a valid alignment of the pattern
 against text[start:end] whose edit count is the hit's distance, and (edit
@@ -15,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqsift.alphabet import NEVER, encode_text
-from seqsift.kernels import align_cpu, edit, hamming
+from seqsift.kernels import edit, gather_spans, hamming
+from seqsift.kernels.locate import cpu as locate_cpu
 from seqsift.pattern_set import STRAND_MINUS, STRAND_PLUS, PatternSet
 
 import oracle
@@ -206,8 +208,10 @@ def test_errors_and_empty():
     with pytest.raises(ValueError):  # window before the text
         locate("hamming", text, batch, np.array([0]), np.array([2]), np.array([0]))
     with pytest.raises(ValueError):
-        align_cpu.locate_ops("levenshtein", text, batch.masks, batch.lengths, np.array([0]),
-                             np.array([4]), np.array([0]))
+        locate_cpu.locate_ops("levenshtein", text, batch.masks, batch.lengths, np.array([0]),
+                              np.array([4]), np.array([0]))
+    with pytest.raises(ValueError):
+        locate("levenshtein", text, batch, np.array([0]), np.array([4]), np.array([0]))
 
 
 def test_many_hits_in_one_call():
@@ -220,3 +224,18 @@ def test_many_hits_in_one_call():
     for h in range(0, len(hits), 97):
         r, e, d = int(hits.row[h]), int(hits.end[h]), int(hits.distance[h])
         assert oracle.cigar_errors(cigars[h], batch.masks[r, :20], text[starts[h]:e]) == d
+
+
+@settings(max_examples=200, deadline=None)
+@given(source=st.binary(min_size=0, max_size=300),
+       spans=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=40))
+def test_gather_spans_packs_each_slice_in_order(source, spans):
+    """Spans of every length class, of length 0, and ending at the source's last byte, against slicing."""
+    raw = np.frombuffer(source, np.uint8)
+    bounds = [(min(a, b, len(raw)), min(max(a, b), len(raw))) for a, b in spans]
+    starts = np.array([a for a, _ in bounds], np.int64)
+    ends = np.array([b for _, b in bounds], np.int64)
+    offsets, data = gather_spans(raw, starts, ends)
+    expected = [source[a:b] for a, b in bounds]
+    assert offsets.tolist() == np.cumsum([0] + [len(e) for e in expected]).tolist()
+    assert data.tobytes() == b"".join(expected)

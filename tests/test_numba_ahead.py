@@ -8,7 +8,48 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from seqsift.numba_ahead import WarmUp
+
+# Warm-ups of the CPU locate kernels, as a module of the test's own: each child process imports it.
+LOCATE_WARM_UPS = """
+import numpy as np
+
+from seqsift.alphabet import TEXT_CODE_ARRAY
+from seqsift.kernels.locate import cpu
+from seqsift.numba_ahead import WarmUp
+from seqsift.pattern_set import PatternSet
+
+CPU = "seqsift.kernels.locate.cpu"
+
+
+def ops_once(metric):
+    batch = PatternSet(("warm-up",), ("ACGT",)).oriented(range(1), (0,))
+    raw = np.frombuffer(b"ACGTACGT", np.uint8)  # read-only raw bytes, as a search's window
+    zero = np.zeros(1, np.int64)
+    cpu.locate_ops(metric, raw, batch.masks, batch.lengths, zero, zero + 4, zero, code_of=TEXT_CODE_ARRAY,
+                   lowest=zero)
+
+
+def cigar_once():
+    one = np.ones(1, np.int64)
+    cpu.cigar_buffer(np.zeros(4, np.uint8), one - 1, one * 4)
+
+
+def warm_ups(metric):
+    ops = "hamming_ops" if metric == "hamming" else "edit_ops"
+    return [WarmUp(f"{__name__}:ops_once", (f"{CPU}:{ops}",), metric),
+            WarmUp(f"{__name__}:cigar_once", (f"{CPU}:cigar_bytes",))]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _locate_warm_ups(tmp_path, monkeypatch):
+    """``import locate_warm_ups`` works here and in every child process."""
+    (tmp_path / "locate_warm_ups.py").write_text(LOCATE_WARM_UPS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
 
 
 def _in_fresh_process(code: str, cache) -> dict:
@@ -22,16 +63,15 @@ def _in_fresh_process(code: str, cache) -> dict:
 LOAD_AND_COUNT = """
     import json
     from seqsift import numba_ahead
-    from seqsift.kernels import align_cpu
-    from seqsift.searching.warm_up import locate_warm_ups
+    from seqsift.kernels.locate import cpu
+    from locate_warm_ups import warm_ups as locate_warm_ups
 
     warm_ups = locate_warm_ups("edit")
     cached_before = [w.cached() for w in warm_ups]
     numba_ahead.load(warm_ups)
     stats = {name: [f.stats.cache_hits and sum(f.stats.cache_hits.values()),
                     f.stats.cache_misses and sum(f.stats.cache_misses.values())]
-             for name, f in (("edit_ops", align_cpu.edit_ops), ("cigar_bytes", align_cpu.cigar_bytes),
-                             ("copy_spans", align_cpu._copy_spans))}
+             for name, f in (("edit_ops", cpu.edit_ops), ("cigar_bytes", cpu.cigar_bytes))}
     print(json.dumps({"cached_before": cached_before, "cached_after": [w.cached() for w in warm_ups],
                       "stats": stats}))
 """
@@ -50,14 +90,14 @@ import os
 
 import numpy as np
 
-from seqsift.kernels import align_cpu
+from seqsift.kernels.locate import cpu
 
 
-def copy_once():
+def cigar_once():
     if os.environ.get("FAIL_IN_CHILDREN_OF") == str(os.getppid()):
         raise SystemExit("a child of the test's process fails")
-    zero = np.zeros(1, np.int64)
-    align_cpu.gather_spans(np.frombuffer(b"ACGTACGT", np.uint8), zero, zero + 4)
+    one = np.ones(1, np.int64)
+    cpu.cigar_buffer(np.zeros(4, np.uint8), one - 1, one * 4)
 """
 
 
@@ -69,12 +109,12 @@ def test_a_warm_up_whose_child_fails_is_compiled_here(tmp_path, monkeypatch):
     got = _in_fresh_process("""
         import json, os
         from seqsift import numba_ahead
-        from seqsift.kernels import align_cpu
+        from seqsift.kernels.locate import cpu
 
         os.environ["FAIL_IN_CHILDREN_OF"] = str(os.getpid())
-        warm_up = numba_ahead.WarmUp("warm_ups_failing:copy_once", ("seqsift.kernels.align_cpu:_copy_spans",))
+        warm_up = numba_ahead.WarmUp("warm_ups_failing:cigar_once", ("seqsift.kernels.locate.cpu:cigar_bytes",))
         numba_ahead.load([warm_up])
-        print(json.dumps({"misses": sum(align_cpu._copy_spans.stats.cache_misses.values()),
+        print(json.dumps({"misses": sum(cpu.cigar_bytes.stats.cache_misses.values()),
                           "cached": warm_up.cached()}))
     """, tmp_path / "numba")
     assert got == {"misses": 1, "cached": True}  # compiled here, and saved by this process
@@ -85,8 +125,9 @@ def test_a_kernel_name_numba_cannot_tell_about_counts_as_cached():
 
 
 def test_the_warm_up_children_import_no_pandas():
-    """A child of numba_ahead imports only the warm-up module (its import is part of its time)."""
-    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.searching.warm_up\nprint(sorted(m for m in "
+    """A child of numba_ahead imports only the warm-up module (its import is part of its time): the
+    package's own, screen's SIMD lanes (kernels.sw.cpu)."""
+    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.kernels.sw.cpu\nprint(sorted(m for m in "
                              "('pandas', 'pyarrow', 'cupy', 'distributed') if m in sys.modules))"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -96,8 +137,8 @@ def test_the_warm_up_children_import_no_pandas():
 STAMPED_LOAD = """
     import json, subprocess
     from seqsift import numba_ahead
-    from seqsift.kernels import align_cpu
-    from seqsift.searching.warm_up import locate_warm_ups
+    from seqsift.kernels.locate import cpu
+    from locate_warm_ups import warm_ups as locate_warm_ups
 
     warm_ups = locate_warm_ups("edit")
     stamp = numba_ahead.stamp_path(warm_ups)
@@ -109,8 +150,7 @@ STAMPED_LOAD = """
         return real_popen(*args, **kwargs)
     numba_ahead.subprocess.Popen = counting_popen
     numba_ahead.load(warm_ups)
-    misses = sum(sum(f.stats.cache_misses.values()) for f in (align_cpu.edit_ops, align_cpu.cigar_bytes,
-                                                             align_cpu._copy_spans))
+    misses = sum(sum(f.stats.cache_misses.values()) for f in (cpu.edit_ops, cpu.cigar_bytes))
     print(json.dumps({"stamped_before": stamped_before, "stamped_after": stamp.exists(),
                       "children": len(spawned), "misses_here": misses}))
 """
@@ -138,7 +178,7 @@ def test_the_stamp_names_every_module_it_depends_on(tmp_path, monkeypatch):
     (tmp_path / "warm_ups_edited.py").write_text("def once():\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
-    warm_ups = [WarmUp("warm_ups_edited:once", ("seqsift.kernels.align_cpu:_copy_spans",))]
+    warm_ups = [WarmUp("warm_ups_edited:once", ("seqsift.kernels.locate.cpu:cigar_bytes",))]
     before = numba_ahead.stamp_path(warm_ups)
     assert before.is_relative_to(tmp_path / "numba")
     os.utime(tmp_path / "warm_ups_edited.py", ns=(1, 1))  # the module edited (another time)
@@ -154,7 +194,7 @@ def test_the_stamp_names_every_module_it_depends_on(tmp_path, monkeypatch):
 WAITS_FOR_THE_DEVICE = """
     import json, threading
     from seqsift import numba_ahead
-    from seqsift.searching.warm_up import locate_warm_ups
+    from locate_warm_ups import warm_ups as locate_warm_ups
 
     class DeviceReady(threading.Event):
         waited = False

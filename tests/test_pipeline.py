@@ -24,7 +24,6 @@ from seqsift.runtime import stages, windows
 from seqsift.runtime.columns import string_column, text_dtype
 from seqsift.runtime.windows import read_chunk
 from seqsift.searching.job import SearchJob
-from seqsift.searching.merge import sort_rows
 from seqsift.searching.output import HitWriter
 from seqsift.searching.task import run_task
 from seqsift.io.reference import open_reference
@@ -234,36 +233,24 @@ def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
         assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [2]
 
 
-@pytest.mark.parametrize("metric", ["hamming", "edit"])
-def test_warm_up_loads_the_versions_a_gpu_chunk_uses(tmp_path, metric):
-    """After the background warm-up, locating a GPU-searched chunk's hits (read-only raw
-    bytes through the code table) needs no further Numba version."""
-    from seqsift import numba_ahead
-    from seqsift.kernels import align_cpu
-    from seqsift.searching import warm_up
+def test_a_gpu_search_imports_no_numba():
+    """A GPU search's process (its command line, its tasks, the GPU launchers of the families ``auto``
+    runs, the locating kernels, its merge and writer) runs without Numba: Numba's import and loads cost
+    a command about a second of the GIL beside CuPy's, and its compiles a fresh machine several."""
+    import subprocess
+    import sys
 
-    numba_ahead._loading.pop(f"locate-{metric}", None)
-    warm_up.warm_up_locate(metric)
-    warm_up.warmed_up(metric)
-    ops = align_cpu.hamming_ops if metric == "hamming" else align_cpu.edit_ops
-    kernels_used = (("ops", ops), ("cigar", align_cpu.cigar_bytes), ("copy", align_cpu._copy_spans))
-    loaded = {name: len(f.signatures) for name, f in kernels_used}
-    assert all(loaded.values()), loaded
-    rng = random.Random(8)
-    text = _random_dna(rng, 2000)
-    reference = open_reference(write_fasta(tmp_path / "ref.fa", [("r", text)]))
-    raw = np.frombuffer(reference.read(0, 0, 2000), np.uint8)   # as a GPU task's window holds it
-    batch = PatternSet(("p",), (text[100:120].upper().replace("N", "A"),)).oriented(range(1), (0,))
-    codes = encode_text(raw.tobytes())
-    distance = np.array([_hamming(batch, 0, codes, 120) if metric == "hamming" else _best_edit(batch, 0, codes, 120)])
-    starts, _ = locate_packed(metric, raw, batch, np.array([0], np.int32), np.array([120]),
-                              distance.astype(np.int16), code_of=TEXT_CODE_ARRAY)
-    gather_spans(raw, starts, np.array([120]))
-    rows = pd.DataFrame({"record": np.array([0, 0, 1, 0], np.int32), "start": np.array([5, 9, 1, 2], np.int64),
-                         "pattern": np.zeros(4, np.int32), "strand": np.zeros(4, np.int8),
-                         "end": np.array([25, 29, 21, 22], np.int64), "distance": np.zeros(4, np.int16)})
-    assert sort_rows(rows, True)["start"].tolist() == [2, 5, 9, 1]  # two sorted runs, merged
-    assert {name: len(f.signatures) for name, f in kernels_used} == loaded
+    code = ("import sys\n"
+            "import seqsift.cli, seqsift.searching.task, seqsift.searching.merge, seqsift.searching.output\n"
+            "from seqsift import kernels\n"
+            "import seqsift.kernels.locate.cuda\n"
+            "for name in ('edit-myers', 'hamming-thread', 'hamming-block', 'hamming-packed', 'hamming-tiled'):\n"
+            "    family, launcher = kernels.ALGORITHMS[name].backends['cuda'].split(':')\n"
+            "    getattr(__import__(f'seqsift.kernels.{family}', fromlist=[launcher]), launcher)\n"
+            "print('numba' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):

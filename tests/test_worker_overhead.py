@@ -356,24 +356,14 @@ def test_prepare_device_allocates_the_staging_once_for_every_task_thread(monkeyp
 @pytest.mark.parametrize("still_reading", [True, False])
 def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, mode, still_reading):
     import seqsift.searching as engine
-    from seqsift.searching import warm_up
+    from seqsift.kernels.locate import cuda as locate_cuda
 
     done = []
-    ready = []  # the event the locating kernels' loads wait for
-    monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append(f"device (ready {ready[0].is_set()})"
-                                                                            if ready else "device"))
-
-    def warm_up_locate(metric, after=None):
-        ready.append(after)
-        done.append(f"locate {metric} (ready {after.is_set()})")
-
-    monkeypatch.setattr(warm_up, "warm_up_locate", warm_up_locate)
+    monkeypatch.setattr(kernels_cuda, "prepare_device", lambda: done.append("device"))
+    monkeypatch.setattr(locate_cuda, "load", lambda: done.append("locate"))
     reading = threading.Event()
     if not still_reading:
         reading.set()
-    engine._prepare_worker("edit", mode, reading)
-    # The locating kernels first: on a fresh machine their compiles start in child processes at once;
-    # their loads here wait for an event that is set once the device is ready, and not before.
-    best = ["locate edit (ready False)", "device (ready False)"]
-    assert done == ((best if mode == "best" else ["device"]) if still_reading else [])
-    assert all(event.is_set() for event in ready)
+    engine._prepare_worker(mode, reading)
+    # The device first; then, where rows get starts, the kernels that locate them.
+    assert done == ((["device", "locate"] if mode == "best" else ["device"]) if still_reading else [])

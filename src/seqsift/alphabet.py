@@ -57,6 +57,10 @@ encodes and drops line breaks in one pass, several times faster than NumPy index
 TEXT_CODE_ARRAY = _TEXT_CODES
 """The same mapping as a uint8 array of 256 codes (read-only use): for kernels that encode as they read."""
 
+IDENTITY_CODES = np.arange(256, dtype=np.uint8)
+"""A code table that keeps every byte: for a text that is already text codes, or raw bytes matched as
+bytes (``--alphabet bytes``)."""
+
 
 def encode_text(sequence: bytes | str | np.ndarray) -> np.ndarray:
     """Reference bases -> text codes (uint8, one per base)."""

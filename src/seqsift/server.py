@@ -362,7 +362,7 @@ JOB_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.csv", "pyarrow.parquet", "
                "seqsift.crispr.task", "seqsift.crispr.output", "seqsift.crispr.merge",
                "seqsift.screening.run", "seqsift.screening.task", "seqsift.screening.output",
                "seqsift.runtime.run", "seqsift.runtime.store", "seqsift.runtime.windows", "seqsift.runtime.order",
-               "seqsift.kernels.align_cpu", "seqsift.kernels.encode", "seqsift.kernels.sw")
+               "seqsift.kernels.locate.cpu", "seqsift.kernels.encode", "seqsift.kernels.sw")
 """What the jobs import as they run, imported before the first caller: a caller's Ctrl-C interrupts its job
 with a SIGINT wherever that job is, and one that lands inside a first import can leave a module half made
 for every later job (seen: numpy's ``multiarray failed to import``). Imported here, no job imports them."""

@@ -21,9 +21,10 @@ code, ``cuda.py`` the CuPy launchers of ``<family>.cu``. The registry below
 names each kernel ``"<family>:<launcher>"`` (tests/test_registry.py resolves
 them all). Shared pieces: ``driver.py`` (the CPU launchers' parallel tasks),
 ``threads.py`` (a worker's Numba thread share), ``cuda.py`` and ``hits.cuh``
-(the CuPy backend), ``align_cpu.py`` (starts and CIGARs), ``planner.py`` (what
-``auto`` runs). The jobs only call :func:`find_ends`, by algorithm name,
-and :func:`locate_packed`.
+(the CuPy backend), ``planner.py`` (what ``auto`` runs). The ``locate``
+family (starts and CIGARs of hits, on either backend) has a face of its
+own. The jobs only call :func:`find_ends`, by algorithm name,
+:func:`locate_packed` and :func:`gather_spans`.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .locate import gather_spans, locate_packed  # noqa: F401  (the jobs' face: kernels/locate)
 from .threads import use_worker_share
 
 METRICS = ("hamming", "edit")
@@ -357,33 +359,3 @@ def out_of_device_memory(err: BaseException) -> bool:
     return is_out_of_memory(err)
 
 
-def locate_packed(metric: str, text: np.ndarray, batch, row: np.ndarray, end: np.ndarray,
-                  distance: np.ndarray, code_of: np.ndarray | None = None, lowest: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Start and extended CIGAR (=, X, I, D) of each given end, on the host: (starts, (offsets, data)).
-
-    For Hamming the start is end - m. For edit distance it is the smallest s
-    with ED(P, text[s:end]) == distance (DESIGN.md), and the CIGAR is an
-    optimal alignment of P to text[s:end]. ``text``: text codes, or raw bytes
-    with ``code_of`` (``alphabet.TEXT_CODE_ARRAY``) giving each byte's code.
-    ``lowest``: per hit, the smallest start allowed (its record's first base,
-    in a text of records back to back).
-
-    Hit h's CIGAR is data[offsets[h]:offsets[h + 1]] (ASCII): the layout of
-    an Arrow string array, built without a Python object per hit.
-    """
-    from . import align_cpu
-
-    if len(row) == 0:
-        return np.empty(0, np.int64), (np.zeros(1, np.int64), np.empty(0, np.uint8))
-    starts, ops, op_offsets, op_counts = align_cpu.locate_ops(
-        metric, text, batch.masks, batch.lengths, row, end, distance,
-        exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of, lowest=lowest)
-    return starts, align_cpu.cigar_buffer(ops, op_offsets, op_counts)
-
-
-def gather_spans(source: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """source[starts[h]:ends[h]] of every h packed into one buffer: (offsets, data) (align_cpu.gather_spans)."""
-    from . import align_cpu
-
-    return align_cpu.gather_spans(source, starts, ends)

@@ -8,8 +8,10 @@
 * :func:`upload_and_encode`: raw reference bytes across PCIe from pinned
   buffers, encoded to text codes on the device (``encode/encode.cu``);
   :func:`prepare_device` readies all it needs ahead of a job's first task;
-* :func:`task_stream`, :func:`uploaded_once`: each task thread's own stream,
-  and device arrays the threads share, complete before they are shared;
+* :func:`task_stream`, :func:`priority_stream`, :func:`uploaded_once`: each
+  task thread's own streams (its searches; its short kernels, first in line
+  for the SMs), and device arrays the threads share, complete before they
+  are shared;
 * :func:`launch_into_hit_buffers`: the one launch loop of the families that
   compact hits (launch into hit buffers, read the hit counter, grow the
   buffers to the count and launch again if the hits did not fit); :func:`launch_end_hits`
@@ -366,6 +368,32 @@ def task_stream():
     if _task_stream.stream is None:
         _task_stream.stream = cupy.cuda.Stream(non_blocking=True)
     return _task_stream.stream
+
+
+class _PriorityStream(threading.local):
+    stream = None
+
+
+_priority_stream = _PriorityStream()
+
+
+def priority_stream():
+    """This thread's own CUDA stream of the device's highest priority (non-blocking), for short kernels
+    that the thread waits for between two of its searches (locating a chunk's hits).
+
+    A search kernel fills every SM for tens of milliseconds; a task thread's
+    small kernel queued behind the other thread's search on a stream of equal
+    priority waited for most of it, and the thread's next search with it. The
+    block scheduler hands free SMs to the highest-priority stream's blocks
+    first (the CUDA programming guide's stream priorities), so the small
+    kernel runs as soon as any blocks of the running search retire.
+    """
+    import cupy
+
+    if _priority_stream.stream is None:
+        # CUDA clamps a priority past the device's range to its greatest (cudaStreamCreateWithPriority).
+        _priority_stream.stream = cupy.cuda.Stream(non_blocking=True, priority=-(1 << 16))
+    return _priority_stream.stream
 
 
 def uploaded_once(get, key, build):

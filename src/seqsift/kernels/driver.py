@@ -14,7 +14,6 @@ again with a big enough buffer, so no hit is ever lost.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..alphabet import NEVER
@@ -102,6 +101,8 @@ def split_rows_over_text(rows: np.ndarray, lo: int, hi: int, min_span: int):
     if len(rows) == 0 or span <= 0:
         z = np.empty(0, np.int64)
         return rows[:0], z, z
+    import numba  # here, not above: a GPU launcher uses this module's NumPy helpers without Numba
+
     target = 4 * numba.get_num_threads()
     segments = max(1, min(-(-target // len(rows)), span // max(1, min_span)))
     bounds = lo + (np.arange(segments + 1, dtype=np.int64) * span) // segments

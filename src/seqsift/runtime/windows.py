@@ -258,7 +258,7 @@ def _complete_packed(reference, group, alphabet: str, window: ChunkWindow, need_
         source = FileRange(*where) if where is not None else raw
         device = upload_and_encode_packed(source, group, clock=stages.timed if stages.enabled() else None)
     if not on_device and codes is None:
-        from ..kernels.align_cpu import IDENTITY_CODES
+        from ..alphabet import IDENTITY_CODES
         from ..kernels.encode import pack_records_cpu
 
         table, separator = (TEXT_CODE_ARRAY, NEVER) if alphabet == "dna" else (IDENTITY_CODES, 0)

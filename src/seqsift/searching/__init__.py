@@ -76,7 +76,7 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
                 client=job_client, resume=resume, wait_for_lock=wait_for_lock) as run:
         # One GPU: the task threads start, and the device is readied, while the reference is read.
         reading = threading.Event()  # set once the reference is open and the patterns read
-        job_client.start_ahead(backend, prepare=partial(_prepare_worker, metric, mode, reading))
+        job_client.start_ahead(backend, prepare=partial(_prepare_worker, mode, reading))
         try:
             job = _job_from_inputs(reference, patterns, k=k, metric=metric, strand=strand, mode=mode,
                                    algorithm=algorithm, backend=backend, align=align, client=client,
@@ -87,26 +87,22 @@ def search(reference, patterns, k: int, metric: str = "hamming", strand: str = "
                        progress=progress)
 
 
-def _prepare_worker(metric: str, mode: str, reading: threading.Event) -> None:
+def _prepare_worker(mode: str, reading: threading.Event) -> None:
     """On the thread that starts a one-GPU job's task threads (at once: they need no Dask), while the
     job still reads its inputs: what the job's first task would do before its first kernel
-    (kernels.cuda.prepare_device: CuPy, the CUDA context, the staging buffers, the encoding kernel)
-    and the loading of the Numba kernels that locate its hits (warm_up.warm_up_locate: its compiles,
-    if any, start at once in child processes; its loads here wait for the device).
+    (kernels.cuda.prepare_device: CuPy, the CUDA context, the staging buffers, the encoding kernel),
+    then, for ``best`` rows, the kernels that locate its hits (on a fresh machine their compile then
+    overlaps the job's reading and first searches).
     """
     if reading.is_set():
         return
-    device_ready = threading.Event()
-    if mode == "best":  # first: on a fresh machine its compiles start now, in child processes (numba_ahead)
-        from .warm_up import warm_up_locate
-
-        warm_up_locate(metric, after=device_ready)
     from ..kernels.cuda import prepare_device
 
-    try:
-        prepare_device()
-    finally:
-        device_ready.set()
+    prepare_device()
+    if mode == "best":
+        from ..kernels.locate import cuda as locate_cuda
+
+        locate_cuda.load()
 
 
 def _job_from_inputs(reference, patterns, *, k, metric, strand, mode, algorithm, backend, align, client, verbose,

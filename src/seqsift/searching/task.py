@@ -11,6 +11,8 @@ no kernel's inside), and turns the kernel's ends into hit rows:
   (leftmost on ties). The run's first and last ends travel with it, so the
   client can join runs that continue into the next chunk (``merge.py``).
 
+Starts and alignments are found where the text is (``kernels.locate_packed``):
+on the device for a chunk searched there, so a GPU search loads no Numba.
 Rows use indices (record, pattern) and absolute int64 coordinates; names are
 attached by the writer. The ``aligned`` and ``cigar`` columns are Arrow
 strings built from one buffer each (no Python object per hit). Each worker
@@ -21,7 +23,6 @@ a benchmark asks).
 """
 from __future__ import annotations
 
-import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,7 +37,6 @@ from ..partitioning import ChunkGroup, PackedRecords
 from ..runtime import stages
 from ..runtime.windows import read_chunk, read_packed
 from .job import SearchJob
-from .warm_up import warm_up_locate, warmed_up
 
 if TYPE_CHECKING:  # pandas loads once a task has hits to return: its first kernel does not wait for it
     import pandas as pd
@@ -52,8 +52,6 @@ def run_task(job: SearchJob, group: ChunkGroup, pattern_range: range) -> pd.Data
     """Hit rows of ``pattern_range`` in the chunks of ``group``, in output order."""
     batch = job.patterns.oriented(pattern_range, job.strands)
     on_device = searches_on_device(job)
-    if on_device and job.reports_start:
-        warm_up_locate(job.metric)
     with (task_stream() if on_device else nullcontext()):
         frames = _search_chunks(job, group, batch, on_device)
     if not frames:
@@ -73,9 +71,7 @@ def _search_chunks(job: SearchJob, group, batch, on_device: bool) -> list[pd.Dat
         return _search_packed(job, group, batch, on_device)
     frames = []
     for chunk in group.chunks:
-        # A chunk searched on the GPU is located on the host from its raw bytes.
-        window = read_chunk(job.reference, chunk, need_raw=job.needs_raw_text or (on_device and job.reports_start),
-                            on_device=on_device)
+        window = read_chunk(job.reference, chunk, need_raw=job.needs_raw_text, on_device=on_device)
         if job.alphabet == "bytes":  # raw bytes: no case folding, no N rule (DESIGN.md)
             text = window.raw
         else:
@@ -91,10 +87,10 @@ def _search_chunks(job: SearchJob, group, batch, on_device: bool) -> list[pd.Dat
         place = _Placement(record=np.full(count, chunk.record_index, dtype=np.int32),
                            raw_shift=np.zeros(count, np.int64),
                            record_raw_start=np.full(count, -chunk.read_start, dtype=np.int64))
-        # Located on the host codes where there are, else on the raw bytes through the code table.
-        locate_text = window.codes if window.codes is not None and job.alphabet == "dna" else window.raw
+        # Located where the text codes are (the device or the host); byte texts on their raw bytes.
+        locate_text = text if job.alphabet == "dna" else window.raw
         with stages.timed("locate"):
-            frames.append(_rows(job, batch, hits, place, window.raw, locate_text))
+            frames.append(_rows(job, batch, hits, place, window.raw, locate_text, locate_in_raw=False))
     return frames
 
 
@@ -123,7 +119,10 @@ def _search_packed(job: SearchJob, group: PackedRecords, batch, on_device: bool)
         local = record - group.first
         raw_start = group.raw_starts[local]
         place = _Placement(record=record.astype(np.int32), raw_shift=raw_start - text_start, record_raw_start=raw_start)
-        return [_rows(job, batch, hits, place, window.raw, window.raw)]
+        # On the GPU, located in the packed text on the device; on the host, in the records' raw bytes.
+        if on_device:
+            return [_rows(job, batch, hits, place, window.raw, window.device, locate_in_raw=False)]
+        return [_rows(job, batch, hits, place, window.raw, window.raw, locate_in_raw=True)]
 
 
 @dataclass(frozen=True)
@@ -137,8 +136,12 @@ class _Placement:
     record_raw_start: np.ndarray
 
 
-def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text: np.ndarray) -> pd.DataFrame:
-    """The hit rows of ``hits`` (sorted by row, end) of one searched text (record coordinates)."""
+def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text, locate_in_raw: bool) -> pd.DataFrame:
+    """The hit rows of ``hits`` (sorted by row, end) of one searched text (record coordinates).
+
+    ``locate_text``: where starts and alignments are found: the searched text's codes (on the device or
+    the host; ``locate_in_raw`` False) or the raw bytes (True, through the code table for DNA).
+    """
     import pandas as pd
 
     from ..runtime.columns import string_column
@@ -154,12 +157,13 @@ def _rows(job, batch, hits, place: _Placement, raw: np.ndarray, locate_text: np.
         columns["last_end"] = last_end + raw_shift - record_raw_start
     raw_end = end + raw_shift
     if job.reports_start:
-        warmed_up(job.metric)
-        # On the raw bytes (or host codes of the same coordinates) through the code table where they are raw.
-        code_of = TEXT_CODE_ARRAY if locate_text is raw and job.alphabet == "dna" else None
-        start, (cigar_offsets, cigar_data) = kernels.locate_packed(job.metric, locate_text, batch, row, raw_end,
-                                                                   distance, code_of=code_of,
-                                                                   lowest=np.maximum(record_raw_start, 0))
+        # Positions in locate_text are raw positions there, else the searched text's (raw - raw_shift).
+        to_locate = 0 if locate_in_raw else -raw_shift
+        code_of = TEXT_CODE_ARRAY if locate_in_raw and job.alphabet == "dna" else None
+        start, (cigar_offsets, cigar_data) = kernels.locate_packed(
+            job.metric, locate_text, batch, row, raw_end + to_locate, distance, code_of=code_of,
+            lowest=np.maximum(record_raw_start, 0) + to_locate)
+        start = start - to_locate
         columns["start"] = start - record_raw_start
         if job.align:
             columns["aligned"] = string_column(*kernels.gather_spans(raw, start, raw_end))

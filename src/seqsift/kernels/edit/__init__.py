@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import EndHits
-from . import cpu as _cpu
 from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
 
@@ -32,6 +31,8 @@ def _row_groups(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def myers_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     """Every (row, end, d(end)) with d(end) <= k and end - 1 in [owned_lo, owned_hi)."""
+    from . import cpu as _cpu  # Numba: imported by the CPU path only
+
     text, masks, lengths, lo, hi = prepare_inputs(text, batch, owned_lo, owned_hi)
     if k < 0 or hi <= lo:
         return EndHits.empty()

@@ -13,19 +13,19 @@ parallel tasks run through ``kernels/driver.py``.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from .. import EndHits
 from ..driver import (concat_hits, prepare_inputs, run_buffered_tasks,
                       split_rows_over_text)
-from . import cpu as _cpu
 
 # ---------------------------------------------------------------------------
 # Launchers
 # ---------------------------------------------------------------------------
 
 def _scan_rows(text, masks, lengths, rows, k, lo, hi) -> EndHits:
+    from . import cpu as _cpu  # Numba: imported by the CPU paths only
+
     task_row, task_lo, task_hi = split_rows_over_text(rows, lo, hi, min_span=4096)
     return run_buffered_tasks(
         _cpu.scan_tasks, len(task_row),
@@ -60,8 +60,11 @@ def pigeonhole_cpu(text, batch, k, owned_lo, owned_hi) -> EndHits:
     fit = _searchable_rows(lengths, n)
     if fit.size == 0:
         return EndHits.empty()
-    parts = []
+    import numba
 
+    from . import cpu as _cpu  # Numba: imported by the CPU paths only
+
+    parts = []
     q, key_offset = _cpu.plan_keys(masks, lengths, np.int64(k), np.int64(_cpu.QMAX),
                                    np.int64(_cpu.QMIN), np.int64(_cpu.MAX_EXPANSION))
     q_fit = q[fit]

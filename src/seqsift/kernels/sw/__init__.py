@@ -575,7 +575,7 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     ValueError if a score is not the pair's SW score, or an alignment would
     need a traceback matrix of more than ``max_cells`` cells.
     """
-    from ..align_cpu import cigar_bytes
+    from ..locate.cpu import cigar_bytes
 
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
     q_start = np.ascontiguousarray(q_start, dtype=np.int64)

@@ -425,7 +425,7 @@ def gather_rows(codes, starts, lengths, width, out):
 # Alignment of the survivors, on the host
 # --------------------------------------------------------------------------
 
-OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3  # as align_cpu: = X I D
+OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3  # as locate.cpu: = X I D
 
 ALIGN_OK = 0
 ALIGN_SCORE_DIFFERS = 1   # the DP's best is not the given score (a bug somewhere)

@@ -1,8 +1,9 @@
-"""Start positions and alignments (CIGAR) of hits, on the CPU.
+"""Start positions and alignments (CIGAR) of hits, on the CPU (Numba): the locate family's CPU backend.
 
 The search kernels report ends only. :func:`locate_ops` turns (row, end,
 distance) into the hit's start and the operations of an extended CIGAR,
-which :func:`cigar_buffer` writes as text:
+which :func:`cigar_buffer` writes as text (``locate.cu`` computes the same
+on the GPU, one thread per hit):
 
 * ``=`` pattern and text characters match, ``X`` they do not,
 * ``I`` a pattern character with no text character ("insertion" in the
@@ -33,13 +34,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ...alphabet import IDENTITY_CODES
+from . import BAD_DISTANCE, BAD_WINDOW, check_located, gather_spans
+
 OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
 OP_LETTERS = np.frombuffer(b"=XID", dtype=np.uint8)
 INFINITE = np.int32(1 << 30)
-
-# Status codes of the Numba kernels (0 = fine).
-BAD_WINDOW = 1       # the hit's window is not inside the text
-BAD_DISTANCE = 2     # no start reaches the given distance
 
 
 @njit(cache=True, inline="always")
@@ -207,34 +207,6 @@ def cigar_buffer(ops, op_offsets, op_counts) -> tuple[np.ndarray, np.ndarray]:
     return gather_spans(out, char_offsets, char_offsets + written)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _copy_spans(source, starts, offsets, out):
-    for h in prange(starts.shape[0]):
-        begin = starts[h]
-        base = offsets[h]
-        for i in range(offsets[h + 1] - base):
-            out[base + i] = source[begin + i]
-
-
-def gather_spans(source: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """source[starts[h]:ends[h]] for every h, packed: (offsets int64 of length n + 1, data uint8).
-
-    One pass in parallel over the spans, no Python object per span: the
-    ``aligned`` column of millions of hits (and the CIGARs) is built this way.
-    """
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    lengths = np.ascontiguousarray(ends, dtype=np.int64) - starts
-    offsets = np.zeros(starts.shape[0] + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), np.uint8)
-    _copy_spans(np.ascontiguousarray(source, dtype=np.uint8), starts, offsets, out)
-    return offsets, out
-
-
-IDENTITY_CODES = np.arange(256, dtype=np.uint8)
-"""``code_of`` for a text that is already text codes (or raw bytes matched as bytes)."""
-
-
 def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_bytes: bool = False,
                code_of: np.ndarray | None = None, lowest: np.ndarray | None = None):
     """Starts and alignment ops of every hit: (starts, ops, op_offsets, op_counts).
@@ -279,12 +251,6 @@ def locate_ops(metric: str, text, masks, lengths, row, end, distance, exact_byte
                  starts, status, exact_bytes, lowest)
     else:
         raise ValueError(f"unknown metric {metric!r} (known: hamming, edit)")
-    bad = np.flatnonzero(status)
-    if bad.size:
-        h = int(bad[0])
-        why = ("its window is not inside the text" if status[h] == BAD_WINDOW
-               else "no start reaches that distance (is it d(end)?)")
-        raise ValueError(f"cannot locate hit (row {rows[h]}, end {ends[h]}, distance "
-                         f"{distances[h]}): {why}; {bad.size} such hit(s)")
+    check_located(status, rows, ends, distances)
     return starts, ops, op_offsets, op_counts
 
