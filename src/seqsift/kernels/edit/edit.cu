@@ -47,8 +47,35 @@ __device__ __forceinline__ Segment load_segment(const unsigned char *text, long 
     return s;
 }
 
+// One column step of Myers' search for one row (Hyyro 2003, Fig. 3), the pattern in the top m bits of
+// Word (below them: rows that match every code; see myers_one_word). Returns the change of the score
+// D[last row][j]: +1, 0 or -1, read from the top bit of the horizontal deltas.
+template <typename Word>
+__device__ __forceinline__ int myers_step(const Word x, Word &pv, Word &mv) {
+    const int top = 8 * sizeof(Word) - 1;
+    const Word xv = x | mv;
+    const Word xh = (((x & pv) + pv) ^ pv) | x;
+    Word ph = mv | ~(xh | pv);
+    Word mh = pv & xh;
+    const int change = (int)(ph >> top) - (int)(mh >> top);
+    ph <<= 1;  // free start in the text: D[0][j] = 0, no carry into row 1
+    mh <<= 1;
+    pv = mh | ~(xv | ph);
+    mv = ph & xv;
+    return change;
+}
+
 // One machine word per row: Word = 32-bit for rows of at most 32 characters
 // (one instruction per bit operation), 64-bit up to 64 characters.
+//
+// The pattern sits in the word's top m bits, so that the score's change is
+// the top bit of each horizontal delta (two shifts and a subtraction, where a
+// test of bit m - 1 took a compare and a select per delta). The w = bits - m
+// rows below it match every code: with their vertical deltas 0 in the first
+// column (pv has only the pattern's bits), D[i][j] = 0 for every i <= w and
+// j, exactly the free start row 0 of the pattern alone. The steps before the
+// segment (the warm-up) run in a loop of their own, without the report test, and the segment's own
+// steps test their scores four at a time.
 template <typename Word>
 __device__ __forceinline__ void myers_one_word(const unsigned char *text, const unsigned long long *peq,
                                                const int *lengths, int rows, int k, int max_m, int max_bits,
@@ -64,12 +91,13 @@ __device__ __forceinline__ void myers_one_word(const unsigned char *text, const 
     if (row >= rows) return;
     const int m = lengths[row];
     if (m == 0 || m > max_bits) return;
-    for (int c = 0; c < 5; ++c) eq[c][threadIdx.x] = (Word)peq[(size_t)row * 5 + c];
-    const Word high = (Word)1 << (m - 1);  // the bit of the last pattern row
+    const int below = max_bits - m;  // rows under the pattern, matching every code
+    const Word every = below ? (((Word)1 << below) - 1) : (Word)0;
+    for (int c = 0; c < 5; ++c) eq[c][threadIdx.x] = ((Word)peq[(size_t)row * 5 + c] << below) | every;
 
     // Myers (1999) state: vertical deltas +1 (Pv) / -1 (Mv) of column j; the
     // score is D[m][j], the distance of the whole pattern ending at j.
-    Word pv = ~(Word)0, mv = 0;
+    Word pv = ~every, mv = 0;
     int score = m;
     // This row's own warm-up start: m + k before the segment.
     // Positions relative to the shared segment, in 32-bit arithmetic (fewer
@@ -77,22 +105,31 @@ __device__ __forceinline__ void myers_one_word(const unsigned char *text, const 
     const int first = (int)(max(0LL, seg.lo - (long long)(m + k)) - seg.read_lo);
     const int report_from = (int)(seg.lo - seg.read_lo);
     const int stop = (int)(seg.hi - seg.read_lo);
-#pragma unroll 4
-    for (int t = first; t < stop; ++t) {
-        const Word x = eq[segment[t]][threadIdx.x];
-        // Hyyro (2003), Fig. 3: one column step of the search variant.
-        const Word xv = x | mv;
-        const Word xh = (((x & pv) + pv) ^ pv) | x;
-        Word ph = mv | ~(xh | pv);
-        Word mh = pv & xh;
-        score += (ph & high) ? 1 : ((mh & high) ? -1 : 0);
-        ph <<= 1;  // free start in the text: D[0][j] = 0, no carry into row 1
-        mh <<= 1;
-        pv = mh | ~(xv | ph);
-        mv = ph & xv;
-        if (score <= k && t >= report_from) {
-            emit(count, capacity, out_row, out_end, out_dist, row, seg.read_lo + t + 1, score);
+    const Word *my_eq = &eq[0][threadIdx.x];  // my_eq[code * ROWS_PER_BLOCK]: this row's Peq word of code
+    for (int t = first; t < report_from; ++t) {
+        score += myers_step<Word>(my_eq[segment[t] * ROWS_PER_BLOCK], pv, mv);
+    }
+    // Four steps at a time, one test of their smallest score: hits are rare, and a test with its branch
+    // after every step cost four instructions of the step's ~19 (the branch's reconvergence included).
+    int t = report_from;
+    for (; t + 4 <= stop; t += 4) {
+        int scores[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            score += myers_step<Word>(my_eq[segment[t + i] * ROWS_PER_BLOCK], pv, mv);
+            scores[i] = score;
         }
+        if (min(min(scores[0], scores[1]), min(scores[2], scores[3])) <= k) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                if (scores[i] <= k) emit(count, capacity, out_row, out_end, out_dist, row, seg.read_lo + t + i + 1,
+                                         scores[i]);
+            }
+        }
+    }
+    for (; t < stop; ++t) {
+        score += myers_step<Word>(my_eq[segment[t] * ROWS_PER_BLOCK], pv, mv);
+        if (score <= k) emit(count, capacity, out_row, out_end, out_dist, row, seg.read_lo + t + 1, score);
     }
 }
 
