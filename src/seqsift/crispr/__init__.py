@@ -93,7 +93,8 @@ def crispr(reference, guides=None, pam: str = "NGG", mismatches=4, pam_side: int
     with JobRun(output, formats=formats, inputs=inputs, client=job_client, resume=resume,
                 wait_for_lock=wait_for_lock, side_outputs={"summary": summary}) as run:
         job_client.start_ahead(backend, prepare=prepare_device)  # one GPU: readied while the inputs are read
-        # Here, not at the top nor before the device is readied: pandas loads when a job runs.
+        # Here, not at the top: the job's modules load once the device is being readied (pandas itself
+        # only with the writer, once the tasks are submitted).
         from .output import SiteOutput
         from .task import CrisprJob
 

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..pattern_set import STRAND_SYMBOLS
 from ..runtime.columns import text_column, text_dtype
 from ..runtime.output import AtomicFile, FrameCollector, NameColumns, TableWriter, arrow_column, text_bytes
 from .scores import specificity
+
+if TYPE_CHECKING:  # pandas loads once the job's writer is made, after its tasks are submitted
+    import pandas as pd
 
 COLUMNS = ["guide", "record", "start", "end", "strand", "mismatches", "bulge_type", "bulge_size",
            "guide_aligned", "site", "cfd", "mit"]
@@ -85,6 +88,7 @@ def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
     arrays (built once); a name column is one Arrow take
     (runtime.columns.text_column), not a Python object per row.
     """
+    import pandas as pd
     import pyarrow as pa
 
     out = pd.DataFrame({c: rows[c] for c in COLUMNS if c in rows})
@@ -187,6 +191,8 @@ class CasOffinderWriter:
 
 def empty_sites() -> pd.DataFrame:
     """The API's frame without rows: each column of its dtype (text columns as pandas makes them of strs)."""
+    import pandas as pd
+
     return pd.DataFrame({c: np.empty(0, dtype=DTYPES[c]) for c in COLUMNS}).astype(
         {c: text_dtype() for c in COLUMNS if DTYPES[c] is object})
 
@@ -253,6 +259,8 @@ class Summary:
             np.maximum.at(self.on_target[score], guide[perfect & known], values[perfect & known])
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         columns = {"guide": self.guide_names, "sequence": self.sequences}
         for c, (kind, size) in enumerate(self.classes):
             prefix = "" if kind == "none" else f"{kind.lower()}{size}_"

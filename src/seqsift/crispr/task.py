@@ -15,9 +15,9 @@ import dataclasses
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
 from ..runtime.columns import arrow_strings, text_column
@@ -34,6 +34,9 @@ from ..runtime.output import INTERVAL_FORMATS
 from ..runtime.order import sort_rows as sort_by_columns
 from ..runtime.job import reference_fingerprint, sequences_sha256
 from .scores import cfd_scores, mit_scores, scores_defined
+
+if TYPE_CHECKING:  # pandas loads with a task's first rows: the job is made and submitted without it
+    import pandas as pd
 
 DEFAULT_GUIDE_BATCH = {"cpu": 512, "cuda": 8192}
 """Guides per task: all candidates of a chunk are checked against a batch at once."""
@@ -224,6 +227,8 @@ def run_crispr_task(job: CrisprJob, unit: CrisprUnit, guide_range: range) -> pd.
                                          record_raw_start=np.full(count, -chunk.read_start, np.int64)))
     if not frames:
         return empty_rows()
+    import pandas as pd
+
     return sort_rows(pd.concat(frames, ignore_index=True))
 
 
@@ -280,6 +285,8 @@ class SiteRows:
         self.pending = None
         if not frames:
             return
+        import pandas as pd
+
         # Each frame is in order; sort_rows merges them only where they interleave.
         rows = sort_rows(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
         if unit.index + 1 >= len(self.units):
@@ -316,6 +323,7 @@ def empty_rows() -> pd.DataFrame:
     with (a group's other tasks) into Python objects, and the job's frame
     would have object or str columns depending on how it was cut in chunks.
     """
+    import pandas as pd
     import pyarrow as pa
 
     no_text = text_column(pa.array([], type=pa.large_string()))
@@ -368,6 +376,8 @@ def _site_rows(job: CrisprJob, rows: GuideRows, hits, raw: np.ndarray, record: n
         gapped_order = np.concatenate(gapped_hits)
         aligned_index[gapped_order] = len(candidates) + np.arange(len(gapped_order))
         candidates = pa.concat_arrays([candidates, _arrow_strings(gapped)])
+    import pandas as pd
+
     start = hits.start - record_raw_start
     return pd.DataFrame({
         "record": record,

@@ -10,11 +10,12 @@ pickle and write as Arrow.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def text_dtype():
     """The dtype pandas gives a column of Python strs: pandas 3's Arrow-backed ``str``, or object before it."""
+    import pandas as pd  # here: a job's modules load before its tasks are submitted, pandas with its first rows
+
     return pd.Series(np.array([""], dtype=object)).dtype
 
 
@@ -24,6 +25,8 @@ def text_column(strings):
     pandas 3 keeps strs as Arrow strings: the array goes in as it is. Other
     pandas versions (object columns) get Python strs.
     """
+    import pandas as pd
+
     dtype = text_dtype()
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
         return pd.arrays.ArrowStringArray(strings, dtype=dtype)
