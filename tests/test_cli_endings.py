@@ -226,3 +226,38 @@ def test_other_swallowed_exceptions_are_reported_as_python_does(monkeypatch, cap
     broken = Broken()
     del broken
     assert "ValueError: in a finalizer" in capsys.readouterr().err
+
+
+WATCH_FIRST_PANDAS_IMPORT = """
+import sys, threading
+
+class Watch:
+    first = None
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" and Watch.first is None:
+            Watch.first = threading.current_thread().name
+        return None
+
+sys.meta_path.insert(0, Watch())
+from seqsift.cli import main
+code = main(sys.argv[1:])
+print(Watch.first)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("command", ["search", "crispr"])
+def test_a_jobs_pandas_import_is_never_on_the_thread_ctrl_c_interrupts(reference, tmp_path, command):
+    """The writer's imports run on a thread of their own (runtime.run.WRITER_IMPORTS): Ctrl-C's
+    KeyboardInterrupt, which only the main thread gets, cannot land inside them while the job's other
+    threads import the same modules."""
+    guide = "GGATCCATGCAAATTTGG"
+    args = (["search", reference, guide, "-k", "2", "--workers", "1"] if command == "search" else
+            ["crispr", reference, str(write_fasta(tmp_path / "guide.fa", [("g", guide[:15])])), "--pam", "NGG",
+             "-k", "2"])
+    result = subprocess.run([sys.executable, "-c", WATCH_FIRST_PANDAS_IMPORT, *args, "--backend", "cpu",
+                             "--no-progress", "-o", str(tmp_path / "out.tsv")],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "seqsift-imports"

@@ -21,7 +21,8 @@ In order:
    ``--resume``; tasks it already holds are not run again;
 5. **writer**: the job's (``job.writer(output)``), writing beside the target
    and renaming into place only at the end; made right after the tasks are
-   submitted, so that its imports overlap them;
+   submitted, its imports (``WRITER_IMPORTS``) done meanwhile on a thread of
+   their own;
 6. **tasks**: every unit x batch is submitted at once (the job itself goes
    to the workers once, ``shared.on_workers``; on a Dask cluster, Dask
    retries a task that raised twice and reruns one whose worker died; task
@@ -42,8 +43,10 @@ to resume), the lock is released and the cluster shut down.
 """
 from __future__ import annotations
 
+import importlib
 import numbers
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -58,6 +61,13 @@ from .shared import on_workers
 
 if TYPE_CHECKING:  # pandas and pyarrow load when a job runs, not with the command line
     import pandas as pd
+
+WRITER_IMPORTS = ("pandas", "pyarrow")
+"""What a job's writer and collector import: about half a second of a fresh process. They are imported on
+a thread of their own from the start of :meth:`JobRun.run`, beside the job's first tasks, and the writer
+is made once they are in. Only the main thread gets Ctrl-C's KeyboardInterrupt: one that lands inside a
+big import while the job's other threads import the same modules can leave a module lock held, and the
+job hung at its end (seen in the command-line tests once the writer came after the submit)."""
 
 SPILL_ROWS = 500_000
 """Rows the client keeps in memory while they wait (for their turn, or behind a search's open run of
@@ -104,10 +114,14 @@ class JobRun:
         work was cut (the plan's notes)."""
         from .store import TaskStore
 
+        imports = threading.Thread(target=_import_all, args=(WRITER_IMPORTS,), name="seqsift-imports",
+                                   daemon=True)
+        imports.start()
         writer = None
 
         def make_writer():
             nonlocal writer
+            imports.join()
             writer = job.writer(self.output)
             return writer
 
@@ -145,6 +159,15 @@ class JobRun:
                 raise InputError(f"{key.replace('_', ' ')} must be a whole number of at least 1, not {value!r}")
         saved = TaskStore.saved_layout(self.beside) if self.resume else {}
         return {key: saved.get(key) if value is None else value for key, value in requested.items()}
+
+
+def _import_all(names: tuple[str, ...]) -> None:
+    """Import ``names``; a failure is left for the import that needs the module to meet and report."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 class EarlyTasks:
@@ -219,9 +242,8 @@ def run_tasks(job: Job, plan: Plan, client, make_writer, *, store=None, progress
     """Run every task of ``plan`` on ``client`` and write the job's rows to the writer ``make_writer()``
     returns; the row count.
 
-    The writer is made once the tasks are submitted, beside the collector: their imports (pandas,
-    pyarrow: about half a second of the GIL in a fresh process) then overlap the first tasks instead of
-    coming before them.
+    The writer is made once the tasks are submitted, beside the collector, so that the tasks do not
+    wait for it (JobRun.run imports what it needs meanwhile, on a thread of its own: ``WRITER_IMPORTS``).
 
     With a :class:`~seqsift.runtime.store.TaskStore`, every finished task is
     handed to its saver thread (the collector takes the rows from memory
