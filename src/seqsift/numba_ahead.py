@@ -1,11 +1,13 @@
 """Numba's first compiles, run in parallel child processes when this machine's cache lacks them.
 
 On a fresh machine (an empty Numba cache: a new cluster node, a new venv) a
-GPU search's first hits wait for Numba to compile the host kernels that
-locate and sort them. In the job's process those compiles run one after
-another under the GIL, beside the threads feeding the GPU: on the H100 host
-they held the first edit job's two task threads 5.3 s each, while the GPU
-idled (issue 27, a 0.5 Gbp genome: 11.5 s fresh, 3.2 s with the cache).
+job's host kernels compile on first use. In the job's process those compiles
+run one after another under the GIL, beside the threads feeding the GPU: on
+the H100 host the kernels that located a GPU search's hits held the first
+edit job's two task threads 5.3 s each, while the GPU idled (issue 27, a
+0.5 Gbp genome: 11.5 s fresh, 3.2 s with the cache). Those hits are now
+located on the GPU (kernels/locate); screen's SIMD alignment lanes
+(kernels.sw.cpu) still compile through here.
 
 A :class:`WarmUp` names a function that calls some Numba kernels with the
 argument types a job will use, and those kernels. :func:`load` starts one
