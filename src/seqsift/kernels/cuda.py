@@ -343,11 +343,15 @@ def _device_code_table(device: int, table: bytes):
     return codes
 
 
-class _TaskStream(threading.local):
-    stream = None
+class _ThreadStreams(threading.local):
+    """Each thread's CUDA streams, made on first use: ``task`` (:func:`task_stream`) and ``priority``
+    (:func:`priority_stream`)."""
+
+    task = None
+    priority = None
 
 
-_task_stream = _TaskStream()
+_thread_streams = _ThreadStreams()
 
 
 def task_stream():
@@ -365,16 +369,9 @@ def task_stream():
     """
     import cupy
 
-    if _task_stream.stream is None:
-        _task_stream.stream = cupy.cuda.Stream(non_blocking=True)
-    return _task_stream.stream
-
-
-class _PriorityStream(threading.local):
-    stream = None
-
-
-_priority_stream = _PriorityStream()
+    if _thread_streams.task is None:
+        _thread_streams.task = cupy.cuda.Stream(non_blocking=True)
+    return _thread_streams.task
 
 
 def priority_stream():
@@ -390,10 +387,10 @@ def priority_stream():
     """
     import cupy
 
-    if _priority_stream.stream is None:
+    if _thread_streams.priority is None:
         # CUDA clamps a priority past the device's range to its greatest (cudaStreamCreateWithPriority).
-        _priority_stream.stream = cupy.cuda.Stream(non_blocking=True, priority=-(1 << 16))
-    return _priority_stream.stream
+        _thread_streams.priority = cupy.cuda.Stream(non_blocking=True, priority=-(1 << 16))
+    return _thread_streams.priority
 
 
 def uploaded_once(get, key, build):

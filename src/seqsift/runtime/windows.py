@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from ..alphabet import TEXT_CODE_ARRAY, TEXT_CODE_TABLE
+from ..alphabet import IDENTITY_CODES, TEXT_CODE_ARRAY, TEXT_CODE_TABLE
 from . import stages
 
 __all__ = ["ChunkWindow", "read_chunk", "read_packed", "chunk_cache_budget", "device_cache_budget"]
@@ -258,7 +258,6 @@ def _complete_packed(reference, group, alphabet: str, window: ChunkWindow, need_
         source = FileRange(*where) if where is not None else raw
         device = upload_and_encode_packed(source, group, clock=stages.timed if stages.enabled() else None)
     if not on_device and codes is None:
-        from ..alphabet import IDENTITY_CODES
         from ..kernels.encode import pack_records_cpu
 
         table, separator = (TEXT_CODE_ARRAY, NEVER) if alphabet == "dna" else (IDENTITY_CODES, 0)

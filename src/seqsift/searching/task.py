@@ -87,10 +87,9 @@ def _search_chunks(job: SearchJob, group, batch, on_device: bool) -> list[pd.Dat
         place = _Placement(record=np.full(count, chunk.record_index, dtype=np.int32),
                            raw_shift=np.zeros(count, np.int64),
                            record_raw_start=np.full(count, -chunk.read_start, dtype=np.int64))
-        # Located where the text codes are (the device or the host); byte texts on their raw bytes.
-        locate_text = text if job.alphabet == "dna" else window.raw
+        # Located in the text searched: its codes (on the device or the host), or a byte text's raw bytes.
         with stages.timed("locate"):
-            frames.append(_rows(job, batch, hits, place, window.raw, locate_text, locate_in_raw=False))
+            frames.append(_rows(job, batch, hits, place, window.raw, text, locate_in_raw=False))
     return frames
 
 
