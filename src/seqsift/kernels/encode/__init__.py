@@ -8,21 +8,12 @@ and ``upload_and_encode_packed`` do the same on the GPU (``encode.cu``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 SLICED_RECORDS = 10_000
 """Up to this many records a text is packed a NumPy slice per record (about a microsecond each); more
-go to the Numba loop. Few records are where slices win: a long record is one vectorized copy, and a
-job whose kernel needs no Numba (CRISPR's vectorized one) does not pay Numba's start-up (0.3 s or
-more per process) to pack a few thousand records."""
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _pack(raw, raw_starts, text_starts, lengths, table, out):
-    for record in prange(lengths.shape[0]):
-        source, target = raw_starts[record], text_starts[record]
-        for i in range(lengths[record]):
-            out[target + i] = table[raw[source + i]]
+go to the Numba loop (``cpu.py``, imported only then). Few records are where slices win: a long record
+is one vectorized copy, and a job whose kernel needs no Numba (CRISPR's vectorized one) does not pay
+Numba's start-up (0.3 s or more per process) to pack a few thousand records."""
 
 
 def pack_records_cpu(raw: np.ndarray, raw_starts: np.ndarray, text_starts: np.ndarray, lengths: np.ndarray,
@@ -36,5 +27,7 @@ def pack_records_cpu(raw: np.ndarray, raw_starts: np.ndarray, text_starts: np.nd
         for source, target, length in zip(raw_starts.tolist(), text_starts.tolist(), lengths.tolist()):
             np.take(table, raw[source:source + length], out=out[target:target + length], mode="clip")
     else:
-        _pack(raw, raw_starts, text_starts, lengths, table, out)
+        from .cpu import pack
+
+        pack(raw, raw_starts, text_starts, lengths, table, out)
     return out
