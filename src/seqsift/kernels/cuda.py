@@ -7,7 +7,8 @@
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
 * :func:`upload_and_encode`: raw reference bytes across PCIe from pinned
   buffers, encoded to text codes on the device (``encode/encode.cu``);
-  :func:`prepare_device` readies all it needs ahead of a job's first task;
+  :func:`prepare_device` readies all it needs ahead of a job's first task
+  (:func:`ready_device`: CuPy and the CUDA context only, for screen);
 * :func:`task_stream`, :func:`priority_stream`, :func:`uploaded_once`: each
   task thread's own streams (its searches; its short kernels, first in line
   for the SMs), and device arrays the threads share, complete before they
@@ -125,23 +126,46 @@ def _allocate_staging() -> None:
     _staging_allocations += 1
 
 
+def ready_device() -> None:
+    """CuPy imported and this process's CUDA context made, the context on a thread of its own
+    beside the import (:func:`open_context`): what any GPU job's first task waits for before its
+    first upload. Once per process; calling it again costs nothing.
+
+    ``screen`` calls this ahead, on the thread that starts its in-process
+    cluster, while it reads its inputs (its tasks upload their codes with
+    CuPy: no staging buffers, no encoding kernel); search and crispr call
+    :func:`prepare_device`, which begins with it.
+    """
+    global _device_ready
+    with _ready_lock:
+        if not _device_ready:
+            opening = threading.Thread(target=open_context, name="seqsift-cuda-context", daemon=True)
+            opening.start()
+            import cupy  # noqa: F401
+
+            opening.join()
+            _device_ready = True
+
+
+_ready_lock = threading.Lock()
+_device_ready = False
+
+
 def prepare_device() -> None:
     """Do ahead of a job's first GPU task what that task would do before its first upload.
 
-    CuPy's import, the process's CUDA context on the current device, the
-    task threads' pinned staging buffers and the encoding kernel took the
-    first task of a fresh CLI process 0.6-1.2 s on the H100 host
-    (benchmarks/README.md). The search job calls this on the thread that starts
-    a job's in-process cluster, while the job reads its reference: on a first
-    run (the file indexed and cached) or from gzip, that reading is longer
-    than all of this. Calling it again costs nothing.
+    CuPy's import, the process's CUDA context on the current device
+    (:func:`ready_device`), the task threads' pinned staging buffers and the
+    encoding kernel took the first task of a fresh CLI process 0.6-1.2 s on
+    the H100 host (benchmarks/README.md). The search and crispr jobs call
+    this on the thread that starts a job's in-process cluster, while the job
+    reads its reference: on a first run (the file indexed and cached) or from
+    gzip, that reading is longer than all of this. Calling it again costs nothing.
     """
+    ready_device()
     with _staging_lock:
-        if _staging_allocations == 0:  # this process's first: its context is made beside CuPy's import
-            opening = threading.Thread(target=open_context, name="seqsift-cuda-context", daemon=True)
-            opening.start()
+        if _staging_allocations == 0:
             _allocate_staging()
-            opening.join()
     _encoder()
 
 

@@ -18,7 +18,9 @@ Flow (this module runs it; the steps live beside it)::
     order --> array, DataFrame, or a TSV / Parquet file (whole or not at all)
 
 The runtime (``seqsift.runtime``) runs it as it runs every job: checks,
-output lock, resume from saved tasks, cluster, abort.
+output lock, resume from saved tasks, cluster, abort. On one GPU the task
+threads start, and CuPy and the CUDA context load, while the inputs are
+read (``JobClient.start_ahead``), as for search and crispr.
 
 Pairs are bucketed by the padded lengths (m, n) of their shorter and longer
 sequence, (m, n) rounded up to 1/8 of their power of two, so a kernel launch
@@ -40,6 +42,7 @@ import numpy as np
 
 from ..errors import InputError, note
 from ..kernels import sw as sw_kernels
+from ..kernels.cuda import ready_device
 from ..kernels.sw import Scoring
 from ..runtime import stages
 from ..runtime.clients import JobClient, backend_for
@@ -123,6 +126,7 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
                            dashboard=dashboard)
     with JobRun(output, formats=ScreenJob.formats, inputs={"queries": queries, "targets": targets},
                 client=job_client, resume=resume, wait_for_lock=wait_for_lock) as run:
+        job_client.start_ahead(backend, prepare=ready_device)  # one GPU: CuPy and the context while the inputs are read
         with stages.timed("read"):   # read and encode (inputs.py)
             query_set = read_sequences(queries, "queries")
             target_set = read_sequences(targets, "targets")
