@@ -195,3 +195,29 @@ def test_threshold_screen_on_the_gpu_equals_the_cpu():
             gpu = screen(xs[:25], ys, all_vs_all=True, threshold=30, backend="cuda", strand=strand, **kw)
             cpu = screen(xs[:25], ys, all_vs_all=True, threshold=30, backend="cpu", workers=1, strand=strand, **kw)
             assert len(gpu) and gpu.equals(cpu)
+
+
+def test_base_counts_on_the_device_equal_a_plain_count():
+    """dpx.cu's sw_count_bases (a GPU screen's composition bound) against str.count: N and other letters
+    uncounted, empty sequences, spans anywhere in the buffer, one sequence of 10^5 bases."""
+    import cupy
+
+    rng = np.random.default_rng(27)
+    letters = "ACGTNRY"
+    text = "".join(rng.choice(list(letters), 300_000, p=[0.23, 0.23, 0.23, 0.23, 0.04, 0.02, 0.02]))
+    codes = sw_codes(text)
+    starts = rng.integers(0, len(text) - 2_000, 5_000)
+    lengths = rng.integers(0, 2_000, 5_000)
+    lengths[:50] = 0
+    starts, lengths = np.append(starts, 100_000), np.append(lengths, 100_000)
+    got = sw.base_counts(cupy.asarray(codes), starts, lengths)
+    expected = [[text[s:s + n].count(base) for base in "ACGT"] for s, n in zip(starts.tolist(), lengths.tolist())]
+    assert got.dtype == np.int32 and got.tolist() == expected
+    assert np.array_equal(got, sw.base_counts(codes, starts, lengths))   # the CPU path's Numba loop
+    assert sw.base_counts(cupy.asarray(codes), starts[:0], lengths[:0]).shape == (0, 4)
+
+
+def sw_codes(text: str) -> np.ndarray:
+    from seqsift.alphabet import encode_text
+
+    return encode_text(text)

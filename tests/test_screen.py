@@ -1014,3 +1014,23 @@ def test_cuda_w2b_b2w_and_wordwise_on_the_host(cuda_on_host, bits):
         y[::2, :45] = np.where(rng.random((19, 45)) < 0.85, x[::2], y[::2, :45])
         got = cuda_on_host(f"3 0 37 45 70 {scoring.match} {scoring.mismatch} {scoring.gap}", x.T, y.T)
         assert (got.astype(np.int64) == sw.wordwise_cpu(x, y, scoring)).all()
+
+
+def test_a_gpu_screen_imports_no_numba():
+    """A GPU screen's process (its command line, job, tasks, output, and the GPU launchers of every
+    screening algorithm) runs without Numba unless it aligns its survivors on the host: Numba's import
+    and cache loads cost the command 0.5-0.9 s on the H100 host. Its threshold's base counts are taken
+    on the device (kernels.sw.base_counts)."""
+    code = ("import sys\n"
+            "import seqsift.cli, seqsift.screening.run, seqsift.screening.task, seqsift.screening.output\n"
+            "from seqsift import kernels\n"
+            "from seqsift.kernels import sw\n"
+            "for name in sw.sw_algorithms():\n"
+            "    family, launcher = kernels.ALGORITHMS[name].backends['cuda'].split(':')\n"
+            "    getattr(__import__(f'seqsift.kernels.{family}', fromlist=[launcher]), launcher)\n"
+            "    sw.choose_sw_algorithm('cuda', name, sw.Scoring())\n"
+            "sw.dpx_admits(sw.Scoring()), sw.composition_bound(sw.np.ones((2, 4)), sw.np.ones(4), sw.Scoring())\n"
+            "print('numba' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

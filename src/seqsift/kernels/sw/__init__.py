@@ -22,7 +22,7 @@ sequence as x (the paper's m <= n), which is how the screen job calls them.
 Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGORITHMS``):
 
 * ``sw-bpbc``: Nishimura et al.'s bitwise parallel bulk computation, 32 or
-  64 pairs per word (sw_cpu.py: Numba; sw.cu: CUDA, one thread per DP row,
+  64 pairs per word (cpu.py: Numba; sw.cu: CUDA, one thread per DP row,
   anti-diagonal sweep with warp shuffles);
 * ``sw-wordwise``: one pair per thread (CUDA) or loop iteration (CPU), the
   conventional kernel the paper compares with;
@@ -65,11 +65,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ALGORITHMS, resolve_kernel
-from . import cpu as sw_cpu
-from .cpu import gather_rows  # buffer_scores gathers pairs on the host with it
+from .constants import DPX_LANE_MAX, dpx_bias
+
+# cpu.py (Numba) is imported by the functions that run on the CPU, not here: a GPU screen never loads Numba.
 
 __all__ = ["Scoring", "sw_algorithms", "affine_algorithms", "score_bits", "reach_bits", "pair_scores",
-           "pairs_reaching", "buffer_scores", "align", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS", "gather_rows"]
+           "pairs_reaching", "buffer_scores", "align", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
@@ -216,6 +217,8 @@ def bpbc_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=N
     paper_cell: run the paper's own SW function instead of the reordered one
     (same scores, more operations; for tests and comparison).
     """
+    from . import cpu as sw_cpu
+
     _linear_only(scoring, "sw-bpbc")
     x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
     y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
@@ -244,6 +247,8 @@ def bpbc_reach_cpu(x_codes, y_codes, scoring: Scoring, threshold: int, *, word_b
 
 def _cpu_bit_sliced(x_codes, y_codes, scoring: Scoring, word_bits: int, s: int, threshold, paper_cell=False):
     """W2B and the bit-sliced DP on the CPU: (groups, s) words, and the (word, masks, shifts) of B2W."""
+    from . import cpu as sw_cpu
+
     pairs, m = x_codes.shape
     n = y_codes.shape[1]
     dtype = _word(word_bits)
@@ -282,6 +287,8 @@ def wordwise_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_leng
     pairs = _shapes(x_codes, y_codes, min_length)[0]
     scores = np.zeros(pairs, np.int32)
     if pairs and x_codes.shape[1] and y_codes.shape[1]:
+        from . import cpu as sw_cpu
+
         sw_cpu.wordwise_scores(x_codes, y_codes, scoring.match, scoring.mismatch, scoring.gap, scores)
     return scores
 
@@ -299,6 +306,8 @@ def gotoh_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=
     pairs = _shapes(x_codes, y_codes, min_length)[0]
     scores = np.zeros(pairs, np.int32)
     if pairs and x_codes.shape[1] and y_codes.shape[1]:
+        from . import cpu as sw_cpu
+
         sw_cpu.gotoh_scores(x_codes, y_codes, scoring.match, scoring.mismatch, scoring.open, scoring.extend, scores)
     return scores
 
@@ -310,9 +319,9 @@ DPX_MAX_TABLE = 127
 def dpx_admits(scoring: Scoring) -> bool:
     """Whether the 16-bit DPX kernels can run this scoring at all (else sw-gotoh scores every pair):
     c1 + c2 fits the score table's byte, and the bias and gap penalties leave room in a 16-bit lane."""
-    bias = sw_cpu.dpx_bias(scoring.open, scoring.mismatch)
+    bias = dpx_bias(scoring.open, scoring.mismatch)
     return (scoring.match + scoring.mismatch <= DPX_MAX_TABLE
-            and bias + scoring.mismatch + scoring.match + max(scoring.open, scoring.extend) < sw_cpu.DPX_LANE_MAX // 2)
+            and bias + scoring.mismatch + scoring.match + max(scoring.open, scoring.extend) < DPX_LANE_MAX // 2)
 
 
 def rescore_saturated(scores, x_codes, y_codes, scoring: Scoring, backend: str):
@@ -334,9 +343,11 @@ def _dpx_cpu(x_codes, y_codes, scoring: Scoring, affine: bool):
         return np.zeros(pairs, np.int32)
     if not dpx_admits(scoring):
         return gotoh_cpu(x_codes, y_codes, scoring)
+    from . import cpu as sw_cpu
+
     scores = np.empty(pairs, np.int32)
     sw_cpu.dpx_lanes(x_codes, y_codes, scoring.match, scoring.mismatch, scoring.open, scoring.extend,
-                     sw_cpu.dpx_bias(scoring.open, scoring.mismatch), affine, scores)
+                     dpx_bias(scoring.open, scoring.mismatch), affine, scores)
     return rescore_saturated(scores, x_codes, y_codes, scoring, "cpu")
 
 
@@ -372,6 +383,8 @@ def _gathered(codes, x_start, x_len, y_start, y_len, product: bool):
     xi, yi = _buffer_pairs(len(x_start), len(y_start), product)
     m, n = int(np.max(x_len)), int(np.max(y_len))
     if isinstance(codes, np.ndarray):
+        from .cpu import gather_rows
+
         x = np.empty((len(xi), m), np.uint8)
         y = np.empty((len(yi), n), np.uint8)
         gather_rows(codes, np.asarray(x_start, np.int64)[xi], np.asarray(x_len, np.int64)[xi], m, x)
@@ -454,7 +467,14 @@ def buffer_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, 
 # --------------------------------------------------------------------------
 
 def base_counts(codes, starts, lengths) -> np.ndarray:
-    """(sequences, 4) int32: how many A, C, G, T each sequence codes[starts[k]:+lengths[k]] holds."""
+    """(sequences, 4) int32: how many A, C, G, T each sequence codes[starts[k]:+lengths[k]] holds; on the
+    device where ``codes`` is a CuPy array (dpx.cu), else on CPU cores (Numba)."""
+    if hasattr(codes, "__cuda_array_interface__"):
+        from .cuda import count_bases_cuda
+
+        return count_bases_cuda(codes, starts, lengths)
+    from . import cpu as sw_cpu
+
     counts = np.zeros((len(starts), 4), np.int32)
     if len(starts):
         sw_cpu.count_bases(np.ascontiguousarray(codes, dtype=np.uint8), np.ascontiguousarray(starts, np.int64),
@@ -576,6 +596,7 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     need a traceback matrix of more than ``max_cells`` cells.
     """
     from ..locate.cpu import cigar_bytes
+    from . import cpu as sw_cpu
 
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
     q_start = np.ascontiguousarray(q_start, dtype=np.int64)

@@ -54,11 +54,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-CODE_N = 4
-"""Text code of N and of every non-ACGT character (seqsift.alphabet.NEVER)."""
-
-PLANES = 3
-"""Bit planes per character: bit 0 and bit 1 of the base code, and the N bit."""
+from .constants import CODE_N, DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant  # noqa: F401  (sw_cpu.X for the launchers)
 
 
 # --------------------------------------------------------------------------
@@ -195,12 +191,6 @@ def sw_cell(a, b, c, e, k1, k2, sat, kg, out, t1, s):
     add_select_b(c, e, k1, k2, sat, out, s)     # H[i-1][j-1] + w + g, at least 0
     max_b(t1, out, t1, s)
     ssub_b(t1, kg, out, s)                      # ... - g, at least 0
-
-
-def sliced_constant(value: int, s: int, dtype) -> np.ndarray:
-    """A constant as s words: word i all ones when bit i of ``value`` is set (the paper's 1^32)."""
-    ones = np.iinfo(dtype).max
-    return np.array([ones if (value >> i) & 1 else 0 for i in range(s)], dtype=dtype)
 
 
 # --------------------------------------------------------------------------
@@ -605,9 +595,6 @@ def gotoh_scores(x_codes, y_codes, c1, c2, gap_open, gap_extend, scores):
 # and rescored by sw-gotoh's 32-bit kernel.
 # --------------------------------------------------------------------------
 
-DPX_LANE_MAX = 32767
-
-
 @njit(cache=True, inline="always")
 def _wrap16(v):
     return ((v + 32768) & 0xFFFF) - 32768
@@ -652,13 +639,6 @@ def dpx_lanes(x_codes, y_codes, c1, c2, gap_open, gap_extend, bias, affine, scor
         scores[p] = -1 if best > limit else best - base
 
 
-def dpx_bias(scoring_open: int, c2: int) -> int:
-    """B of dpx.cu: the smallest bias that keeps every stored lane >= 0 (so that the plain
-    32-bit subtractions of a packed constant never borrow across lanes)."""
-    return max(0, int(scoring_open) - int(c2))
-
-
-# --------------------------------------------------------------------------
 # --------------------------------------------------------------------------
 # Affine alignment of the survivors, on the host: three-state traceback.
 # --------------------------------------------------------------------------

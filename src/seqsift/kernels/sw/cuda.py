@@ -9,7 +9,7 @@ import numpy as np
 
 from . import (GPU_SCORE_WIDTHS, SHARED_LIMIT, SW_MAX_WARPS, SW_RING, THREADS, Scoring, _constants, _linear_only,
                _shapes, _unpack_flags, _word, dpx_admits, reach_bits, rescore_saturated, score_bits)
-from . import cpu as sw_cpu
+from .constants import DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant
 
 
 def gpu_score_width(s: int) -> int:
@@ -28,7 +28,7 @@ def cuda_w2b(codes, pairs: int, length_out: int, word_bits: int):
 
     dtype = _word(word_bits)
     groups = -(-pairs // word_bits)
-    planes = cupy.empty((groups, sw_cpu.PLANES, length_out), dtype=dtype)
+    planes = cupy.empty((groups, PLANES, length_out), dtype=dtype)
     threads = groups * length_out
     if threads:
         kernel = load_module("sw/sw.cu").get_function(f"sw_w2b{word_bits}")
@@ -69,7 +69,7 @@ def cuda_sw_bpbc(x_planes, y_planes, m32: int, n: int, scoring: Scoring, width: 
     # the next round through this buffer (n columns x width words per group).
     boundary = cupy.empty((groups, n, width) if rounds > 1 else (1,), dtype=dtype)
     values = (k1, k2, kg) + ((threshold,) if threshold else ())
-    constants = cupy.asarray(np.concatenate([sw_cpu.sliced_constant(v, width, dtype) for v in values]))
+    constants = cupy.asarray(np.concatenate([sliced_constant(v, width, dtype) for v in values]))
     if groups:
         paper = "_paper" if (scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1) else ""
         name = f"sw_{'reach' if threshold else 'bpbc'}{word_bits}_s{width}{paper}"
@@ -262,11 +262,26 @@ def gather_device(codes_dev, starts, lengths, width: int, lead: int = 0, out=Non
     return out
 
 
+def count_bases_cuda(codes_dev, starts, lengths) -> np.ndarray:
+    """(sequences, 4) int32 on the host: how many A, C, G, T each sequence codes_dev[starts[k]:+lengths[k]]
+    of a device code buffer holds (dpx.cu's sw_count_bases; starts and lengths on the host or the device)."""
+    import cupy
+
+    from ..cuda import load_module
+
+    count = len(starts)
+    counts = cupy.zeros((count, 4), dtype=cupy.int32)
+    if count:
+        load_module("sw/dpx.cu").get_function("sw_count_bases")(
+            ((count + 255) // 256,), (256,),
+            (cupy.asarray(codes_dev), _as_device(starts, cupy.int64), _as_device(lengths, cupy.int64),
+             np.int64(count), counts))
+    return counts.get()
+
+
 def reach_z(scoring: Scoring, threshold: int) -> int | None:
     """The biased lane value of score T in dpx.cu (T + B + c2), or None where a lane cannot flag T exactly
     (T past the 16-bit lanes, or T < 1)."""
-    from .cpu import DPX_LANE_MAX, dpx_bias
-
     value = int(threshold) + dpx_bias(scoring.open, scoring.mismatch) + scoring.mismatch
     return value if 1 <= threshold and value <= DPX_LANE_MAX - scoring.match else None
 
@@ -284,8 +299,6 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     import cupy
 
     from ..cuda import load_module
-    from .cpu import dpx_bias
-
     x_count, y_count = len(x_start), len(y_start)
     out = cupy.zeros((x_count, y_count) if product else (x_count,), dtype=cupy.int32)
     if x_count == 0 or y_count == 0 or m == 0 or n == 0:

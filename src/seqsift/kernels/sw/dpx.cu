@@ -6,6 +6,7 @@
 //                  instructions, for a list of pairs or an all-vs-all tile; _reach: threshold flags.
 //   sw_dpx_{pairs,tiles}_affine[_reach]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise.
 //   sw_gather_rows the sequences of a code buffer as a padded matrix on the device.
+//   sw_count_bases how many A, C, G, T each sequence of a code buffer holds (the composition bound).
 //
 // Scores (kernels/sw/cpu.py): match +c1, mismatch -c2 (N, code 4, mismatches everything), a gap of
 // length L -(O + (L - 1) E) (parasail's convention):
@@ -425,4 +426,30 @@ extern "C" __global__ void __launch_bounds__(128)
         }
     }
     scores[p] = best;
+}
+
+// --------------------------------------------------------------------------------------------
+// sw_count_bases: counts[k][b] = how many codes b (0..3: A, C, G, T) codes[start[k]:+len[k]] holds; N
+// and other codes (4) are not counted. The input of the threshold's composition bound
+// (kernels/sw/__init__.py, composition_bound), so that a GPU screen needs no host pass over its codes.
+// One thread per sequence: a screen has 10^4-10^6 of them, each read once.
+// --------------------------------------------------------------------------------------------
+extern "C" __global__ void sw_count_bases(const unsigned char *__restrict__ codes, const long long *__restrict__ start,
+                                          const long long *__restrict__ len, long long count,
+                                          int *__restrict__ counts) {
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= count) return;
+    const unsigned char *sequence = codes + start[k];
+    int a = 0, c = 0, g = 0, t = 0;
+    for (long long q = 0; q < len[k]; ++q) {
+        const unsigned char code = sequence[q];
+        a += code == 0;
+        c += code == 1;
+        g += code == 2;
+        t += code == 3;
+    }
+    counts[4 * k] = a;
+    counts[4 * k + 1] = c;
+    counts[4 * k + 2] = g;
+    counts[4 * k + 3] = t;
 }
