@@ -86,13 +86,14 @@ def test_the_sort_and_the_crispr_client_import_no_numba():
     assert result.stdout.strip() == "False"
 
 
-def test_a_search_or_crispr_job_is_made_and_submitted_without_pandas():
-    """The modules a search or crispr job needs up to its tasks' submission load no pandas (nor pyarrow):
-    their imports, half a second of the GIL in a fresh process, come with the writer, once the tasks
-    are submitted, beside CuPy's (runtime.run)."""
+def test_a_search_crispr_or_screen_job_is_made_and_submitted_without_pandas():
+    """The modules a search, crispr or screen job needs up to its tasks' submission load no pandas (nor
+    pyarrow): their imports, half a second of the GIL in a fresh process, come with the writer, once the
+    tasks are submitted, beside CuPy's (runtime.run)."""
     result = subprocess.run([sys.executable, "-c", "import sys, seqsift.cli, seqsift.searching.job, "
                              "seqsift.searching.task, seqsift.crispr.task, seqsift.crispr.output, seqsift.runtime.run, "
-                             "seqsift.runtime.store\nprint(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"],
+                             "seqsift.runtime.store, seqsift.screening.run, seqsift.screening.task, "
+                             "seqsift.screening.cli\nprint(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -13,8 +13,9 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..kernels import sw as sw_kernels
 from ..kernels.sw import Scoring
@@ -24,6 +25,9 @@ from ..runtime import stages
 from ..runtime.job import Plan
 from ..runtime.job import sequences_sha256
 from .planning import CELLS_PER_TASK, CODE_BYTES_PER_TASK, PairTask, plan_tasks
+
+if TYPE_CHECKING:   # pandas loads where a task makes its rows: a job's client imports it after submitting
+    import pandas as pd
 
 ALIGNMENT_COLUMNS = ["query_start", "query_end", "target_start", "target_end", "cigar"]
 
@@ -46,6 +50,12 @@ class WorkerSequences:
 
         return uploaded_once(self.derived.get, ("codes", cupy.cuda.runtime.getDevice()),
                              lambda: cupy.asarray(self.codes))
+
+    def base_counts(self, codes) -> np.ndarray:
+        """(sequences, 4): how many A, C, G, T every sequence holds, the threshold's composition bound's
+        input; counted once per worker in ``codes``, the buffer the kernels read (on the device for CUDA:
+        one launch, where a count per task had waited behind the other task thread's tile)."""
+        return self.derived.get(("base counts",), lambda: sw_kernels.base_counts(codes, self.starts, self.lengths))
 
     def digest(self) -> str:
         """SHA-256 of the codes and where each sequence lies: what a resumed job's saved tasks were of."""
@@ -149,6 +159,8 @@ def run_screen_task(job: ScreenJob, task: PairTask) -> pd.DataFrame:
 
 
 def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.DataFrame:
+    import pandas as pd
+
     sequences = job.sequences
     starts, lengths = sequences.starts, sequences.lengths
     qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
@@ -190,26 +202,26 @@ def _in_pair_order(task: PairTask, job: ScreenJob, codes, algorithm: str, thresh
     if task.product:   # the tile: x the side with the shorter sequences (the score is symmetric)
         x_is_query = lengths[queries].max() <= lengths[targets].max()
         x, y = (queries, targets) if x_is_query else (targets, queries)
-        bound = _bound(sequences, x, y, True, job.scoring, threshold) if threshold else None
+        bound = _bound(sequences, codes, x, y, True, job.scoring, threshold) if threshold else None
         result = sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
                                           lengths[y], job.scoring, product=True, threshold=threshold, bound=bound,
                                           **options)
         return (result if x_is_query else result.T).reshape(-1)
     swap = lengths[targets] < lengths[queries]   # per pair, the shorter sequence is the kernel's x
     x, y = np.where(swap, targets, queries), np.where(swap, queries, targets)
-    bound = _bound(sequences, x, y, False, job.scoring, threshold) if threshold else None
+    bound = _bound(sequences, codes, x, y, False, job.scoring, threshold) if threshold else None
     return sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y], lengths[y],
                                     job.scoring, product=False, threshold=threshold, bound=bound, **options)
 
 
-def _bound(sequences: WorkerSequences, x: np.ndarray, y: np.ndarray, product: bool, scoring: Scoring,
+def _bound(sequences: WorkerSequences, codes, x: np.ndarray, y: np.ndarray, product: bool, scoring: Scoring,
            threshold: int) -> np.ndarray | None:
     """sw_kernels.composition_bound of the pairs (x[p], y[p]), or of every x with every y (product:
-    (len x, len y)), from base counts taken once per sequence; None for a tile it would keep whole
-    (:func:`keeps_every_pair`), told without the tile's (len x, len y) array."""
-    def counts(indices):
-        return sw_kernels.base_counts(sequences.codes, sequences.starts[indices], sequences.lengths[indices])
-    x_counts, y_counts = counts(x), counts(y)
+    (len x, len y)), from base counts taken once per worker in ``codes`` (WorkerSequences.base_counts);
+    None for a tile it would keep whole (:func:`keeps_every_pair`), told without the tile's (len x,
+    len y) array."""
+    counts = sequences.base_counts(codes)
+    x_counts, y_counts = counts[x], counts[y]
     if product:
         if keeps_every_pair(x_counts, y_counts, scoring, threshold):
             return None
