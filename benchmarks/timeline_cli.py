@@ -13,6 +13,11 @@ order, and how much of the span of the kernel calls the GPU had a kernel
 call running (their union). Nothing waits for the device that the job did
 not wait for itself, so a kernel call ends when its hits are back on the host.
 
+For ``screen`` it notes the inputs' read, the device's readying, each
+task, its composition bound and its ``buffer_scores`` calls (as kernels:
+the tile's flags, then the survivors' scores), the alignments and the
+output's close.
+
 Unlike ``profile_cli.py`` (where the time goes, sampled) this says when: how
 long the first kernel waits after the process starts, and whether the GPU
 idles between kernels. The ``imports`` stage loads what the command loads
@@ -78,7 +83,13 @@ WRAPPED = [  # (module, attribute or Class.attribute, stage label)
     ("seqsift.searching.job", "SearchJob.plan", "plan"), ("seqsift.searching.job", "SearchJob.writer", "writer"),
     ("seqsift.searching.job", "SearchJob.collector", "collector"),
     ("seqsift.kernels.cuda", "_allocate_staging", "staging"), ("seqsift.kernels.cuda", "_encoder", "encoder"),
-    ("seqsift.numba_ahead", "load", "numba load")]
+    ("seqsift.numba_ahead", "load", "numba load"),
+    # screen: its inputs, its tasks (the composition bound, each buffer_scores call as a kernel), the job's end
+    ("seqsift.screening.run", "read_sequences", "read inputs"), ("seqsift.kernels.cuda", "ready_device", "ready device"),
+    ("seqsift.screening.task", "ScreenJob.plan", "plan"), ("seqsift.screening.task", "ScreenJob.writer", "writer"),
+    ("seqsift.screening.task", "_screen_task", "task"), ("seqsift.screening.task", "_bound", "bound"),
+    ("seqsift.kernels.sw", "buffer_scores", "kernel"), ("seqsift.kernels.sw", "align", "align"),
+    ("seqsift.runtime.run", "run_tasks", "run tasks"), ("seqsift.runtime.output", "TableWriter.close", "close output")]
 BIG_IMPORTS = ("numpy", "cupy", "pandas", "pyarrow", "numba", "pynvml", "distributed", "dask", "scipy")
 """Packages whose import shows as a stage of its own (``import NAME``) on the thread that imports them."""
 
@@ -118,6 +129,8 @@ class _WrapWhenImported:
             spec = importlib.util.find_spec(fullname)
         finally:
             _finding.now = False
+        if spec is None:   # not installed here: the importer raises as it would without this finder
+            return None
         run_module = spec.loader.exec_module
 
         def exec_module(module):
