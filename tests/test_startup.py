@@ -198,7 +198,8 @@ def test_the_clusters_seqsift_starts_run_no_profiler_and_poll_rarely():
 
 def test_count_gpus_asks_nvml_once_and_imports_no_dask_cuda(tmp_path):
     """The GPU count of dask-cuda's rule (CUDA_VISIBLE_DEVICES, else NVML), with NVML initialised once per
-    process and dask-cuda itself (seconds of imports) not loaded; a stand-in NVML counts the calls."""
+    process and dask-cuda itself (seconds of imports) not loaded; a stand-in NVML counts the calls. An
+    empty CUDA_VISIBLE_DEVICES, or "-1", hides every GPU."""
     fakes = tmp_path / "fakes"
     (fakes / "dask_cuda").mkdir(parents=True)
     (fakes / "dask_cuda" / "__init__.py").write_text("raise ImportError('count_gpus must not import dask_cuda')\n")
@@ -213,5 +214,8 @@ def test_count_gpus_asks_nvml_once_and_imports_no_dask_cuda(tmp_path):
         assert (count_gpus(), count_gpus()) == (3, 3) and pynvml.inits == 1, pynvml.inits
         os.environ["CUDA_VISIBLE_DEVICES"] = "0,2"
         assert count_gpus() == 2 and pynvml.inits == 1
+        for hidden, count in (("", 0), ("-1", 0), (" ", 0), ("1,-1,0", 1), ("GPU-8f1d,MIG-2a", 2)):
+            os.environ["CUDA_VISIBLE_DEVICES"] = hidden   # CUDA stops at the first entry naming no device
+            assert count_gpus() == count, (hidden, count_gpus())
     """, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(fakes), *filter(None, [os.environ.get("PYTHONPATH")])])})
     assert result.returncode == 0, result.stderr

@@ -82,6 +82,8 @@ def count_gpus() -> int:
     The count dask-cuda's ``get_n_gpus`` gives (``CUDA_VISIBLE_DEVICES``, else
     NVML's device count), without importing dask-cuda, and asked of NVML once
     per process: a job asks twice (``auto`` backend, in-process worker or not).
+    Unlike dask-cuda's, an empty ``CUDA_VISIBLE_DEVICES`` or one that starts
+    with ``-1`` counts no GPU, as CUDA sees none.
     """
     if importlib.util.find_spec("dask_cuda") is None:
         return 0
@@ -91,7 +93,10 @@ def count_gpus() -> int:
 @functools.lru_cache(maxsize=None)
 def _gpus_visible(cuda_visible_devices: str | None) -> int:
     if cuda_visible_devices is not None:
-        return len(cuda_visible_devices.split(","))
+        # CUDA takes the entries up to the first that names no device: "" and "-1", the usual ways to
+        # hide every GPU, leave none (dask-cuda's count says 1, and auto chose CUDA where CUDA has no device).
+        entries = [entry.strip() for entry in cuda_visible_devices.split(",")]
+        return next((i for i, entry in enumerate(entries) if not entry or entry.startswith("-")), len(entries))
     try:
         import pynvml
 
