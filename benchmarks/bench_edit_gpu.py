@@ -9,6 +9,9 @@ launcher after a warm-up, median of ``--repeats``. edlib (HW mode, one pattern
 at a time) runs on every CPU core of the machine through a process pool over a
 shorter text; its rate is per character, so the two compare per pattern.
 
+Roof: the fraction of the GPU's instruction issue rate (ISSUE_ROOF) that
+SASS_PER_STEP instructions per pattern word and text character take.
+
 Writes ``edit_gpu.json`` (DESIGN.md's shape) and ``edit_gpu.png``.
 """
 from __future__ import annotations
@@ -28,7 +31,16 @@ from seqsift.bench import source_commit
 from seqsift.pattern_set import PatternSet
 
 INT_ROOF = 16.7e12  # H100 int32 ops/s (DESIGN.md)
+ISSUE_ROOF = 132 * 4 * 32 * 1.98e9  # H100 thread-instructions/s: 132 SMs x 4 schedulers x 32 lanes x 1.98 GHz
+SASS_PER_STEP = 17.5
+"""SASS instructions per (pattern row word, text character) in myers_short32's steady loop (cuobjdump -sass of
+edit.cu at 556af87, benchmarks/README.md): one step updates one word, m cells."""
 K = 3
+
+
+def issue_roof_fraction(steps_per_s: float) -> float:
+    """The share of the GPU's instruction issue rate that the kernel's steps use."""
+    return steps_per_s * SASS_PER_STEP / ISSUE_ROOF
 
 
 def patterns_of(rng, m: int, count: int) -> PatternSet:
@@ -82,7 +94,8 @@ def main() -> None:
         cups = m * n * len(patterns) / seconds
         workload = f"{len(patterns)} x {m} nt, k={K}, + strand, {args.gbp:g} Gbp random on the device"
         records.append(dict(algorithm="edit-myers", workload=workload, quantity="cell_updates_per_s",
-                            value=cups, roof_fraction=None, paper_value=None, time_s=seconds,
+                            value=cups, roof_fraction=issue_roof_fraction(n * len(patterns) / seconds),
+                            paper_value=None, time_s=seconds,
                             goal="30e12 at m=32"))
         edlib_rate = edlib_seconds_per_char_per_pattern(patterns_of(rng, m, 4 * cores), edlib_text, cores)
         gpu_rate = seconds / (n * len(patterns))

@@ -13,7 +13,7 @@ import numpy as np
 CELLS_PER_TASK = {"cpu": (1 << 24, 1 << 29), "cuda": (1 << 30, 1 << 40)}
 """Bounds of the DP cells in one task (pairs x m x n), aiming at 4 tasks per worker between them. A
 GPU task of 2^40 cells is about 0.2 s of sw-dpx on an H100: the issue-26 screen (3e13 cells) took
-7.0-7.1 s in 28 such tasks against 7.8-8.0 s in 110 of 2^38 (benchmarks/README.md)."""
+7.0-7.1 s in 52 such tasks against 7.8-8.0 s in 120 of 2^38 (benchmarks/README.md)."""
 
 CODE_BYTES_PER_TASK = {"cpu": 64 << 20, "cuda": 4 << 30}
 """At most this many bytes of padded codes (pairs x (m + n)) in one task: what an algorithm without a
