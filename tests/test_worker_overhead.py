@@ -367,3 +367,22 @@ def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, 
     engine._prepare_worker(mode, reading)
     # The device first; then, where rows get starts, the kernels that locate them.
     assert done == ((["device", "locate"] if mode == "best" else ["device"]) if still_reading else [])
+
+
+def test_a_screen_readies_the_device_before_it_reads_its_inputs(monkeypatch):
+    """screen hands kernels.cuda.ready_device (CuPy and the CUDA context, no staging buffers) to the
+    cluster started ahead, before it reads its two inputs, so that a one-GPU screen loads CuPy while
+    it reads (start_ahead recorded here: it starts nothing for a CPU job)."""
+    from seqsift.runtime import clients
+    from seqsift.screening import run as screen_run
+    from seqsift.screening import screen
+
+    events = []
+    monkeypatch.setattr(clients.JobClient, "start_ahead",
+                        lambda self, backend, prepare=None: events.append(("ahead", backend, prepare)))
+    real_read = screen_run.read_sequences
+    monkeypatch.setattr(screen_run, "read_sequences",
+                        lambda source, what="sequences": events.append(("read", what)) or real_read(source, what))
+    scores = screen(["ACGTACGTAA", "GGGG"], ["ACGTACGTAA", "TTTT"], backend="cpu", workers=1)
+    assert events == [("ahead", "cpu", kernels_cuda.ready_device), ("read", "queries"), ("read", "targets")]
+    assert scores.tolist() == [20, 0]
