@@ -370,9 +370,11 @@ def test_worker_is_prepared_ahead_only_while_the_reference_is_read(monkeypatch, 
 
 
 def test_a_screen_readies_the_device_before_it_reads_its_inputs(monkeypatch):
-    """screen hands kernels.cuda.ready_device (CuPy and the CUDA context, no staging buffers) to the
-    cluster started ahead, before it reads its two inputs, so that a one-GPU screen loads CuPy while
-    it reads (start_ahead recorded here: it starts nothing for a CPU job)."""
+    """screen hands the cluster started ahead what it readies before it reads its two inputs, so that a
+    one-GPU screen loads CuPy (and the CUDA context: kernels.cuda.ready_device) while it reads, and, when
+    it aligns its survivors, the alignment lanes (kernels.sw.align_soon, with the job's gaps); start_ahead
+    is recorded here (it starts nothing for a CPU job) and its prepare called with stand-ins."""
+    from seqsift.kernels import sw
     from seqsift.runtime import clients
     from seqsift.screening import run as screen_run
     from seqsift.screening import screen
@@ -383,6 +385,15 @@ def test_a_screen_readies_the_device_before_it_reads_its_inputs(monkeypatch):
     real_read = screen_run.read_sequences
     monkeypatch.setattr(screen_run, "read_sequences",
                         lambda source, what="sequences": events.append(("read", what)) or real_read(source, what))
-    scores = screen(["ACGTACGTAA", "GGGG"], ["ACGTACGTAA", "TTTT"], backend="cpu", workers=1)
-    assert events == [("ahead", "cpu", kernels_cuda.ready_device), ("read", "queries"), ("read", "targets")]
-    assert scores.tolist() == [20, 0]
+    monkeypatch.setattr(screen_run, "ready_device", lambda: events.append(("device",)))
+    monkeypatch.setattr(sw, "align_soon", lambda scoring: events.append(("lanes", scoring.open, scoring.extend)))
+    for kwargs, readied in (({}, [("device",)]),
+                            (dict(threshold=4), [("device",), ("lanes", 1, 1)]),
+                            (dict(threshold=4, gap_open=5, gap_extend=2), [("device",), ("lanes", 5, 2)]),
+                            (dict(threshold=4, align=False), [("device",)])):
+        events.clear()
+        result = screen(["ACGTACGTAA", "GGGG"], ["ACGTACGTAA", "TTTT"], backend="cpu", workers=1, **kwargs)
+        assert [e[:2] for e in events] == [("ahead", "cpu"), ("read", "queries"), ("read", "targets")], kwargs
+        events[0][2]()   # what the cluster thread would run
+        assert events[3:] == readied, kwargs
+        assert (result.tolist() == [20, 0]) if "threshold" not in kwargs else len(result) == 1

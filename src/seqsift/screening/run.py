@@ -19,8 +19,9 @@ Flow (this module runs it; the steps live beside it)::
 
 The runtime (``seqsift.runtime``) runs it as it runs every job: checks,
 output lock, resume from saved tasks, cluster, abort. On one GPU the task
-threads start, and CuPy and the CUDA context load, while the inputs are
-read (``JobClient.start_ahead``), as for search and crispr.
+threads start, and CuPy and the CUDA context load (and, where survivors are
+aligned, the host's alignment lanes), while the inputs are read
+(``JobClient.start_ahead``), as for search and crispr.
 
 Pairs are bucketed by the padded lengths (m, n) of their shorter and longer
 sequence, (m, n) rounded up to 1/8 of their power of two, so a kernel launch
@@ -37,6 +38,8 @@ letters, different record counts without ``all_vs_all``, negative scores. A
 failed job leaves no output file.
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -126,7 +129,10 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
                            dashboard=dashboard)
     with JobRun(output, formats=ScreenJob.formats, inputs={"queries": queries, "targets": targets},
                 client=job_client, resume=resume, wait_for_lock=wait_for_lock) as run:
-        job_client.start_ahead(backend, prepare=ready_device)  # one GPU: CuPy and the context while the inputs are read
+        # One GPU: CuPy, the context and (where survivors are aligned) the host's alignment lanes while the
+        # inputs are read.
+        aligning = bool(align) and threshold is not None
+        job_client.start_ahead(backend, prepare=partial(_prepare_device, scoring if aligning else None))
         with stages.timed("read"):   # read and encode (inputs.py)
             query_set = read_sequences(queries, "queries")
             target_set = read_sequences(targets, "targets")
@@ -149,6 +155,15 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
                         query_names=tuple(query_set.names), target_names=tuple(target_set.names))
         return run.run(job, layout={"batch_pairs": batch_pairs, "cells_per_task": None}, progress=progress,
                        verbose=verbose)
+
+
+def _prepare_device(aligning: Scoring | None) -> None:
+    """What a one-GPU screen's cluster thread does ahead: CuPy and the CUDA context
+    (kernels.cuda.ready_device); for a job that aligns its survivors (with ``aligning``'s gaps), then
+    the alignment lanes' loads (kernels.sw.align_soon)."""
+    ready_device()
+    if aligning is not None:
+        sw_kernels.align_soon(aligning)
 
 
 def orient(queries: SequenceSet, targets: SequenceSet, all_vs_all: bool, strand: str):

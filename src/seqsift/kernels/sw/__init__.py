@@ -70,7 +70,7 @@ from .constants import DPX_LANE_MAX, dpx_bias
 # cpu.py (Numba) is imported by the functions that run on the CPU, not here: a GPU screen never loads Numba.
 
 __all__ = ["Scoring", "sw_algorithms", "affine_algorithms", "score_bits", "reach_bits", "pair_scores",
-           "pairs_reaching", "buffer_scores", "align", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS"]
+           "pairs_reaching", "buffer_scores", "align", "align_soon", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
@@ -581,6 +581,17 @@ def affine_algorithms() -> list[str]:
 
 MAX_ALIGN_CELLS = 1 << 31
 """Largest traceback matrix (bytes) one alignment may use."""
+
+
+def align_soon(scoring: Scoring) -> None:
+    """Begin readying :func:`align`'s SIMD lanes for ``scoring``'s gap model on a thread of its own:
+    Numba's import and the lanes' loads from its cache, or on a fresh machine their compile in a child
+    process (numba_ahead), once per process. A one-GPU screen that aligns its survivors calls this ahead,
+    while it reads its inputs: its first batch of alignments had waited 0.9 s for them on both task
+    threads, the GPU idle (H100 host, benchmarks/README.md)."""
+    from . import cpu as sw_cpu
+
+    sw_cpu._compile_lanes_soon(scoring.affine)
 
 
 def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
