@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 import numpy as np
