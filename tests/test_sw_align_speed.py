@@ -367,7 +367,7 @@ def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkey
     scalar pass 1 (no 10-15 s compile for it); once they are compiled, by the lanes; same results."""
     monkeypatch.setattr(sw_cpu, "COLD_SCALAR_CELLS", 2e9)
     monkeypatch.setattr(sw_cpu, "_lanes_compiled", lambda affine: compiled)
-    monkeypatch.setattr(sw_cpu, "_compile_lanes_soon", lambda affine: None)   # no background compile here
+    monkeypatch.setattr(sw_cpu, "compile_lanes_soon", lambda affine: None)   # no background compile here
     called = []
     for name in ("_align_scalar", "_align_lanes_linear", "_align_lanes_affine"):
         def counted(*args, _real=getattr(sw_cpu, name), _name=name):

@@ -591,7 +591,7 @@ def align_soon(scoring: Scoring) -> None:
     threads, the GPU idle (H100 host, benchmarks/README.md)."""
     from . import cpu as sw_cpu
 
-    sw_cpu._compile_lanes_soon(scoring.affine)
+    sw_cpu.compile_lanes_soon(scoring.affine)
 
 
 def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,

@@ -1245,7 +1245,7 @@ def _lanes_compiled(affine: bool) -> bool:
     return bool(driver.signatures) or in_cache(driver)
 
 
-def _compile_lanes_soon(affine: bool) -> None:
+def compile_lanes_soon(affine: bool) -> None:
     """The lane driver's first compile in a child process, then its load here, on a thread of its own
     (numba_ahead), once per process. Without it a machine whose batches all stay under
     COLD_SCALAR_CELLS never compiled the lanes and ran the scalar pass 1 for good: on the H100 host the
@@ -1278,7 +1278,7 @@ def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, 
     groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
     cells = float(np.dot(np.asarray(q_len, np.float64), np.asarray(t_len, np.float64)))
     if cold_rule and cells <= COLD_SCALAR_CELLS and not _lanes_compiled(bool(affine)):
-        _compile_lanes_soon(bool(affine))
+        compile_lanes_soon(bool(affine))
         kinds[:] = KIND_SCALAR
     c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
     data = (codes, q_start, q_len, t_start, t_len, scores, groups)
