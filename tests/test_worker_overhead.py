@@ -373,8 +373,9 @@ def test_a_screen_readies_the_device_before_it_reads_its_inputs(monkeypatch):
     """screen hands the cluster started ahead what it readies before it reads its two inputs, so that a
     one-GPU screen loads CuPy (and the CUDA context: kernels.cuda.ready_device) while it reads, and, when
     it aligns its survivors, the alignment lanes (kernels.sw.align_soon, with the job's gaps); start_ahead
-    is recorded here (it starts nothing for a CPU job) and its prepare called with stand-ins."""
-    from seqsift.kernels import sw
+    is recorded here (it starts nothing for a CPU job) and its prepare called, with the device and
+    numba_ahead's load replaced by recorders."""
+    from seqsift import numba_ahead
     from seqsift.runtime import clients
     from seqsift.screening import run as screen_run
     from seqsift.screening import screen
@@ -386,10 +387,10 @@ def test_a_screen_readies_the_device_before_it_reads_its_inputs(monkeypatch):
     monkeypatch.setattr(screen_run, "read_sequences",
                         lambda source, what="sequences": events.append(("read", what)) or real_read(source, what))
     monkeypatch.setattr(screen_run, "ready_device", lambda: events.append(("device",)))
-    monkeypatch.setattr(sw, "align_soon", lambda scoring: events.append(("lanes", scoring.open, scoring.extend)))
+    monkeypatch.setattr(numba_ahead, "load_once", lambda key, warm_ups: events.append(("lanes", key)))
     for kwargs, readied in (({}, [("device",)]),
-                            (dict(threshold=4), [("device",), ("lanes", 1, 1)]),
-                            (dict(threshold=4, gap_open=5, gap_extend=2), [("device",), ("lanes", 5, 2)]),
+                            (dict(threshold=4), [("device",), ("lanes", "sw-lanes-linear")]),
+                            (dict(threshold=4, gap_open=5, gap_extend=2), [("device",), ("lanes", "sw-lanes-affine")]),
                             (dict(threshold=4, align=False), [("device",)])):
         events.clear()
         result = screen(["ACGTACGTAA", "GGGG"], ["ACGTACGTAA", "TTTT"], backend="cpu", workers=1, **kwargs)
