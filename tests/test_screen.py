@@ -20,6 +20,7 @@ from seqsift.alphabet import encode_text
 from seqsift.screening import pad_length, plan_tasks, read_sequences, screen
 from seqsift.errors import InputError
 from seqsift.kernels import sw
+from seqsift.kernels.sw import constants as sw_constants
 from seqsift.kernels.sw import cpu as sw_cpu
 
 from cross_check import optional, require
@@ -135,8 +136,8 @@ def test_matching_and_add_select_all_operands(s):
     top = (1 << s) - 1
     scratch = [np.zeros(s, np.uint64) for _ in range(3)]
     for c1, c2 in itertools.product(range(top + 1), repeat=2):
-        k1 = sw_cpu.sliced_constant(c1, s, np.uint64)
-        k2 = sw_cpu.sliced_constant(c2, s, np.uint64)
+        k1 = sw_constants.sliced_constant(c1, s, np.uint64)
+        k2 = sw_constants.sliced_constant(c2, s, np.uint64)
         cases = [(c, e) for c in range(top + 1 - c1) for e in (0, 1)]   # C + c1 must fit in s bits
         for chunk in groups_of_64(cases):
             c = slice_values([v for v, _ in chunk], s)
@@ -144,7 +145,7 @@ def test_matching_and_add_select_all_operands(s):
             sw_cpu.matching_b(c, e, k1, k2, scratch[0], scratch[1], scratch[2], s)
             assert unslice(scratch[0], len(chunk)) == [v + c1 if not f else max(v - c2, 0) for v, f in chunk]
             # add_select_b with k2 = -c2 mod 2^s and saturation: the same function
-            minus = sw_cpu.sliced_constant((-c2) % (1 << s), s, np.uint64)
+            minus = sw_constants.sliced_constant((-c2) % (1 << s), s, np.uint64)
             sat = np.uint64(0xFFFFFFFFFFFFFFFF) if c2 > 0 else np.uint64(0)
             sw_cpu.add_select_b(c, e, k1, minus, sat, scratch[0], s)
             assert unslice(scratch[0], len(chunk)) == [v + c1 if not f else max(v - c2, 0) for v, f in chunk]
@@ -182,8 +183,8 @@ def test_sw_cell_paper_and_reordered_against_integers(s, scoring):
     values = range(top + 1 - c1 - g)
     cases = [(a, b, c, e) for a in values for b in values for c in values for e in (0, 1)]
     k1, k2, sat, kg = sw._constants(scoring, s)
-    K1, K2, KG = (sw_cpu.sliced_constant(v, s, np.uint64) for v in (k1, k2, kg))
-    P1, P2 = (sw_cpu.sliced_constant(v, s, np.uint64) for v in (c1, c2))
+    K1, K2, KG = (sw_constants.sliced_constant(v, s, np.uint64) for v in (k1, k2, kg))
+    P1, P2 = (sw_constants.sliced_constant(v, s, np.uint64) for v in (c1, c2))
     satw = np.uint64(0xFFFFFFFFFFFFFFFF) if sat else np.uint64(0)
     out, t1, t2, t3 = (np.zeros(s, np.uint64) for _ in range(4))
     for chunk in groups_of_64(cases):
@@ -969,7 +970,7 @@ def test_cuda_bpbc_kernel_on_the_host(cuda_on_host, case):
     sw_cpu.w2b(x, pairs, m32, word, masks, shifts, x_planes)
     sw_cpu.w2b(y, pairs, n, word, masks, shifts, y_planes)
     k1, k2, sat, kg = sw._constants(scoring, width)
-    constants = np.concatenate([sw_cpu.sliced_constant(v, width, dtype) for v in (k1, k2, kg)])
+    constants = np.concatenate([sw_constants.sliced_constant(v, width, dtype) for v in (k1, k2, kg)])
     warps = warps or sw.cuda.bpbc_geometry(m32, width, bits)[0]
     paper = int((scoring.match, scoring.mismatch, scoring.gap) == (2, 1, 1))
     sliced = cuda_on_host(f"0 {bits} {width} {m32} {n} {groups} {int(sat)} {warps} {paper} 0",
@@ -982,7 +983,7 @@ def test_cuda_bpbc_kernel_on_the_host(cuda_on_host, case):
     for threshold in sorted({1, int(np.median(expected)), int(expected.max()), int(expected.max()) + 1}):
         flag_width = width if sw.reach_bits(scoring, threshold) > 6 else 6
         k1, k2, sat, kg = sw._constants(scoring, flag_width)
-        constants = np.concatenate([sw_cpu.sliced_constant(v, flag_width, dtype) for v in (k1, k2, kg, threshold)])
+        constants = np.concatenate([sw_constants.sliced_constant(v, flag_width, dtype) for v in (k1, k2, kg, threshold)])
         words = cuda_on_host(f"0 {bits} {flag_width} {m32} {n} {groups} {int(sat)} {warps} {paper} 1",
                              x_planes, y_planes, constants)
         flags = ((words[:, None] >> np.arange(bits, dtype=np.uint64)[None, :]) & 1).reshape(-1)[:pairs]

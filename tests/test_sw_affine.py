@@ -21,6 +21,7 @@ from seqsift.errors import InputError
 from seqsift.kernels import ALGORITHMS
 from seqsift.kernels import planner
 from seqsift.kernels import sw
+from seqsift.kernels.sw import constants as sw_constants
 from seqsift.kernels.sw import cpu as sw_cpu
 from seqsift.screening import screen
 
@@ -157,9 +158,9 @@ def test_scores_near_the_8_and_16_bit_limits(affine):
         x, y = matrix([a, a[:-1]], len(a)), matrix([b, b[1:]], len(b))
         expected = np.array([parasail_score(a, b, scoring), parasail_score(a[:-1], b[1:], scoring)])
         raw = np.empty(2, np.int32)
-        bias = sw_cpu.dpx_bias(scoring.open, scoring.mismatch)
+        bias = sw_constants.dpx_bias(scoring.open, scoring.mismatch)
         sw_cpu.dpx_lanes(x, y, scoring.match, scoring.mismatch, scoring.open, scoring.extend, bias, affine, raw)
-        fits = expected + bias + scoring.mismatch <= sw_cpu.DPX_LANE_MAX - scoring.match
+        fits = expected + bias + scoring.mismatch <= sw_constants.DPX_LANE_MAX - scoring.match
         assert np.array_equal(raw[fits], expected[fits])              # exact where no lane can wrap
         assert np.all(raw[~fits] == -1)                                # flagged: may have wrapped
         name = "sw-dpx-affine" if affine else "sw-dpx"

@@ -126,6 +126,10 @@ def _allocate_staging() -> None:
     _staging_allocations += 1
 
 
+_ready_lock = threading.Lock()
+_device_ready = False
+
+
 def ready_device() -> None:
     """CuPy imported and this process's CUDA context made, the context on a thread of its own
     beside the import (:func:`open_context`): what any GPU job's first task waits for before its
@@ -145,10 +149,6 @@ def ready_device() -> None:
 
             opening.join()
             _device_ready = True
-
-
-_ready_lock = threading.Lock()
-_device_ready = False
 
 
 def prepare_device() -> None:

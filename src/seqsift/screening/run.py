@@ -150,7 +150,7 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
             note(f"screening with {chosen} on {backend} ({scoring.describe()})")
         oriented_queries, oriented_targets = orient(query_set, target_set, all_vs_all, strand)
         job = ScreenJob(sequences=_on_workers(oriented_queries, oriented_targets), algorithm=chosen, backend=backend,
-                        scoring=scoring, threshold=threshold, align=bool(align) and threshold is not None,
+                        scoring=scoring, threshold=threshold, align=aligning,
                         word_bits=word_bits, all_vs_all=all_vs_all, strand=strand,
                         query_names=tuple(query_set.names), target_names=tuple(target_set.names))
         return run.run(job, layout={"batch_pairs": batch_pairs, "cells_per_task": None}, progress=progress,

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ALGORITHMS, resolve_kernel
-from .constants import DPX_LANE_MAX, dpx_bias
+from .constants import DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant
 
 # cpu.py (Numba) is imported by the functions that run on the CPU, not here: a GPU screen never loads Numba.
 
@@ -255,8 +255,8 @@ def _cpu_bit_sliced(x_codes, y_codes, scoring: Scoring, word_bits: int, s: int, 
     masks, shifts = sw_cpu.transpose_tables(word_bits)
     word = np.zeros(word_bits, dtype)
     groups = -(-pairs // word_bits)
-    x_planes = np.empty((groups, sw_cpu.PLANES, m), dtype)
-    y_planes = np.empty((groups, sw_cpu.PLANES, n), dtype)
+    x_planes = np.empty((groups, PLANES, m), dtype)
+    y_planes = np.empty((groups, PLANES, n), dtype)
     sw_cpu.w2b(x_codes, pairs, m, word, masks, shifts, x_planes)
     sw_cpu.w2b(y_codes, pairs, n, word, masks, shifts, y_planes)
     sliced = np.empty((groups, s), dtype)
@@ -265,8 +265,8 @@ def _cpu_bit_sliced(x_codes, y_codes, scoring: Scoring, word_bits: int, s: int, 
     else:
         k1, k2, sat, kg = _constants(scoring, s)
         constants = (k1, k2, kg)
-    k1_words, k2_words, kg_words = (sw_cpu.sliced_constant(value, s, dtype) for value in constants)
-    flag_at = sw_cpu.sliced_constant(threshold, s, dtype) if threshold else np.empty(0, dtype)
+    k1_words, k2_words, kg_words = (sliced_constant(value, s, dtype) for value in constants)
+    flag_at = sliced_constant(threshold, s, dtype) if threshold else np.empty(0, dtype)
     sw_cpu.bpbc_sliced(x_planes, y_planes, k1_words, k2_words, np.array([np.iinfo(dtype).max if sat else 0], dtype),
                        kg_words, flag_at, paper_cell, sliced)
     return sliced, (word, masks, shifts)

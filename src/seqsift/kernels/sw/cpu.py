@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from .constants import CODE_N, DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant  # noqa: F401  (sw_cpu.X for the launchers)
+from .constants import CODE_N, DPX_LANE_MAX, PLANES
 
 
 # --------------------------------------------------------------------------
