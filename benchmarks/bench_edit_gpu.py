@@ -30,7 +30,6 @@ from gpu_timing import call_seconds  # benchmarks/gpu_timing.py, beside this scr
 from seqsift.bench import source_commit
 from seqsift.pattern_set import PatternSet
 
-INT_ROOF = 16.7e12  # H100 int32 ops/s (DESIGN.md)
 ISSUE_ROOF = 132 * 4 * 32 * 1.98e9  # H100 thread-instructions/s: 132 SMs x 4 schedulers x 32 lanes x 1.98 GHz
 SASS_PER_STEP = 17.5
 """SASS instructions per (pattern row word, text character) in myers_short32's steady loop (cuobjdump -sass of

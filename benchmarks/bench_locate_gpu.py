@@ -106,7 +106,7 @@ def main() -> None:
     sequences = ["".join(letters[rng.integers(0, 4, M)]) for _ in range(PATTERNS)]
     batch = PatternSet(tuple(f"p{i}" for i in range(PATTERNS)), tuple(sequences)).oriented(
         range(PATTERNS), (STRAND_PLUS, STRAND_MINUS))
-    oriented = _row_sequences(batch)
+    oriented = _row_sequences(batch, sequences)
     text = planted_text(rng, args.mbp, sequences, args.hits // 4)
     text_d = cupy.asarray(text)
     found = find_ends("edit-myers", "cuda", text_d, batch, K, 0, int(text.size))
@@ -166,14 +166,11 @@ def main() -> None:
     _plot(records, device, args.out / "locate_gpu.png")
 
 
-def _row_sequences(batch) -> list[str]:
-    """Each row's pattern as letters (its strand's orientation), for edlib; rows are plain A/C/G/T here."""
-    letters = "ACGT"
-    sequences = []
-    for r in range(len(batch.lengths)):
-        masks = batch.masks[r][:int(batch.lengths[r])]
-        sequences.append("".join(letters[int(mask).bit_length() - 1] for mask in masks))
-    return sequences
+def _row_sequences(batch, sequences: list[str]) -> list[str]:
+    """Each batch row's pattern as edlib reads it: as given on the + strand, reverse-complemented on -."""
+    complement = str.maketrans("ACGT", "TGCA")
+    return [sequences[p] if strand == STRAND_PLUS else sequences[p].translate(complement)[::-1]
+            for p, strand in zip(batch.pattern_index.tolist(), batch.strand.tolist())]
 
 
 def _plot(records, device: str, path: Path) -> None:
