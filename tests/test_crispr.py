@@ -464,39 +464,37 @@ def test_small_job_choice():
 def test_a_small_cpu_job_over_many_records_never_imports_numba(tmp_path):
     """Records packed into one text a slice each (kernels.encode, up to SLICED_RECORDS): packing a few
     thousand small records does not import Numba either (its import was 0.4 s of a 0.7 s job)."""
-    import subprocess
-    import sys
-
     rng = random.Random(6)
     guide = "".join(rng.choice("ACGT") for _ in range(20))
     records = [(f"r{i}", "".join(rng.choice("ACGT") for _ in range(300))) for i in range(2000)]
     records[7] = ("r7", records[7][1][:100] + guide + "AGG" + records[7][1][123:])
     reference = write_fasta(tmp_path / "ref.fa", records)
     guides = [("g", guide)]
-    script = (f"import sys, seqsift\n"
-              f"rows = seqsift.crispr({str(reference)!r}, {guides!r}, mismatches=3, backend='cpu', workers=1)\n"
-              f"print(len(rows), 'numba' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    count, numba_loaded = result.stdout.split()
+    count, numba_loaded = _crispr_in_fresh_process(reference, guides, "numba")
     assert int(count) == len(oracle_sites(records, guides, "NGG", 3)) > 0
     assert numba_loaded == "False"
 
 
 def test_a_small_cpu_job_never_starts_numba(tmp_path):
     """The point of the NumPy kernel: a small plain job's process never imports the Numba kernel module."""
-    import subprocess
-    import sys
-
     rng = random.Random(5)
     records, guides = random_case(rng, "ACGT", 20, guides=5)
     reference = write_fasta(tmp_path / "ref.fa", records)
-    script = (f"import sys, seqsift\n"
-              f"rows = seqsift.crispr({str(reference)!r}, {guides!r}, mismatches=3, backend='cpu', workers=1)\n"
-              f"print(len(rows), 'seqsift.kernels.crispr.cpu' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    count, numba_kernel_loaded = result.stdout.split()
+    count, numba_kernel_loaded = _crispr_in_fresh_process(reference, guides, "seqsift.kernels.crispr.cpu")
     assert int(count) == len(oracle_sites(records, guides, "NGG", 3)) > 0
     assert numba_kernel_loaded == "False"
+
+
+def _crispr_in_fresh_process(reference, guides, module: str) -> tuple[str, str]:
+    """A small CPU crispr job in a fresh interpreter: its row count, and whether ``module`` was loaded."""
+    from fresh_process import python
+
+    result = python(f"import sys, seqsift\n"
+                    f"rows = seqsift.crispr({str(reference)!r}, {guides!r}, mismatches=3, backend='cpu', workers=1)\n"
+                    f"print(len(rows), {module!r} in sys.modules)\n")
+    assert result.returncode == 0, result.stderr
+    count, loaded = result.stdout.split()
+    return count, loaded
 
 
 @pytest.mark.parametrize("suffix", [".tsv", ".parquet"])

@@ -6,13 +6,11 @@ must give the same order as the columns themselves.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
 
+from fresh_process import loaded_after
 from seqsift.runtime.order import packed_keys, sort_order, sort_rows
 from seqsift.searching.merge import ENDS_ORDER_COLUMNS, ORDER_COLUMNS
 from seqsift.searching.merge import sort_rows as sort_search_rows
@@ -79,21 +77,13 @@ def test_a_relative_column_must_follow_its_base():
 def test_the_sort_and_the_crispr_client_import_no_numba():
     """A GPU crispr job's client (its rows, their order, its writer) runs without Numba: its import
     and first load cost seconds of GIL on a GPU host (benchmarks/README.md)."""
-    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.runtime.order, seqsift.crispr.task, "
-                             "seqsift.crispr.output\nprint('numba' in sys.modules)"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    assert loaded_after("import seqsift.runtime.order, seqsift.crispr.task, seqsift.crispr.output", ["numba"]) == []
 
 
 def test_a_search_crispr_or_screen_job_is_made_and_submitted_without_pandas():
     """The modules a search, crispr or screen job needs up to its tasks' submission load no pandas (nor
     pyarrow): their imports, half a second of the GIL in a fresh process, come with the writer, once the
     tasks are submitted, beside CuPy's (runtime.run)."""
-    result = subprocess.run([sys.executable, "-c", "import sys, seqsift.cli, seqsift.searching.job, "
-                             "seqsift.searching.task, seqsift.crispr.task, seqsift.crispr.output, seqsift.runtime.run, "
-                             "seqsift.runtime.store, seqsift.screening.run, seqsift.screening.task, "
-                             "seqsift.screening.cli\nprint(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert loaded_after("import seqsift.cli, seqsift.searching.job, seqsift.searching.task, seqsift.crispr.task, "
+                        "seqsift.crispr.output, seqsift.runtime.run, seqsift.runtime.store, seqsift.screening.run, "
+                        "seqsift.screening.task, seqsift.screening.cli", ["pandas", "pyarrow"]) == []

@@ -237,20 +237,12 @@ def test_a_gpu_search_imports_no_numba():
     """A GPU search's process (its command line, its tasks, the GPU launchers of the families ``auto``
     runs, the locating kernels, its merge and writer) runs without Numba: Numba's import and loads cost
     a command about a second of the GIL beside CuPy's, and its compiles a fresh machine several."""
-    import subprocess
-    import sys
+    from fresh_process import cuda_launchers, loaded_after
 
-    code = ("import sys\n"
-            "import seqsift.cli, seqsift.searching.task, seqsift.searching.merge, seqsift.searching.output\n"
-            "from seqsift import kernels\n"
+    code = ("import seqsift.cli, seqsift.searching.task, seqsift.searching.merge, seqsift.searching.output\n"
             "import seqsift.kernels.locate.cuda\n"
-            "for name in ('edit-myers', 'hamming-thread', 'hamming-block', 'hamming-packed', 'hamming-tiled'):\n"
-            "    family, launcher = kernels.ALGORITHMS[name].backends['cuda'].split(':')\n"
-            "    getattr(__import__(f'seqsift.kernels.{family}', fromlist=[launcher]), launcher)\n"
-            "print('numba' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+            + cuda_launchers("('edit-myers', 'hamming-thread', 'hamming-block', 'hamming-packed', 'hamming-tiled')"))
+    assert loaded_after(code, ["numba"]) == []
 
 
 def test_two_threads_wanting_one_window_read_it_once(tmp_path, monkeypatch):

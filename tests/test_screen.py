@@ -1022,16 +1022,12 @@ def test_a_gpu_screen_imports_no_numba():
     screening algorithm) runs without Numba unless it aligns its survivors on the host: Numba's import
     and cache loads cost the command 0.5-0.9 s on the H100 host. Its threshold's base counts are taken
     on the device (kernels.sw.base_counts)."""
-    code = ("import sys\n"
-            "import seqsift.cli, seqsift.screening.run, seqsift.screening.task, seqsift.screening.output\n"
-            "from seqsift import kernels\n"
+    from fresh_process import cuda_launchers, loaded_after
+
+    code = ("import seqsift.cli, seqsift.screening.run, seqsift.screening.task, seqsift.screening.output\n"
             "from seqsift.kernels import sw\n"
-            "for name in sw.sw_algorithms():\n"
-            "    family, launcher = kernels.ALGORITHMS[name].backends['cuda'].split(':')\n"
-            "    getattr(__import__(f'seqsift.kernels.{family}', fromlist=[launcher]), launcher)\n"
-            "    sw.choose_sw_algorithm('cuda', name, sw.Scoring())\n"
-            "sw.dpx_admits(sw.Scoring()), sw.composition_bound(sw.np.ones((2, 4)), sw.np.ones(4), sw.Scoring())\n"
-            "print('numba' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+            + cuda_launchers("sw.sw_algorithms()")
+            + "for name in sw.sw_algorithms():\n"
+              "    sw.choose_sw_algorithm('cuda', name, sw.Scoring())\n"
+              "sw.dpx_admits(sw.Scoring()), sw.composition_bound(sw.np.ones((2, 4)), sw.np.ones(4), sw.Scoring())\n")
+    assert loaded_after(code, ["numba"]) == []

@@ -13,6 +13,7 @@ import textwrap
 
 import pandas as pd
 
+from fresh_process import loaded_after, python
 from naive_search import expected_rows
 from test_engine import write_fasta
 
@@ -20,16 +21,9 @@ JOB_STACK = ("pandas", "pyarrow", "dask", "distributed", "numba", "llvmlite", "c
 """Modules a job needs and ``seqsift --help`` does not (seconds to import on the GPU machine)."""
 
 
-def _python(code: str, *, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=env, timeout=300)
-
-
 def _loaded_after(code: str) -> list[str]:
     """The modules of JOB_STACK loaded once ``code`` has run in a fresh interpreter."""
-    result = _python(textwrap.dedent(code) + f"\nimport sys\nprint([m for m in {JOB_STACK!r} if m in sys.modules])")
-    assert result.returncode == 0, result.stderr
-    return eval(result.stdout.strip().splitlines()[-1])
+    return loaded_after(code, JOB_STACK)
 
 
 def test_the_command_line_imports_no_job_stack():
@@ -38,7 +32,7 @@ def test_the_command_line_imports_no_job_stack():
 
 def test_the_console_entry_and_the_server_client_import_only_the_standard_library():
     """A run handed to ``seqsift serve`` loads nothing but console.py and server.py's client half."""
-    result = _python("""
+    result = python("""
         import sys
         import seqsift.console, seqsift.server_client
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "pandas", "dask", "distributed",
@@ -77,7 +71,7 @@ def test_a_bad_input_starts_no_cluster_machinery(tmp_path):
 
 def test_the_public_functions_stay_functions_after_lazy_imports():
     """``seqsift.crispr`` is the function even when its package's modules were imported first."""
-    result = _python("""
+    result = python("""
         import sys
         import seqsift.crispr.cli, seqsift.cli
         import seqsift
@@ -206,7 +200,7 @@ def test_count_gpus_asks_nvml_once_and_imports_no_dask_cuda(tmp_path):
     (fakes / "pynvml.py").write_text("inits = 0\n"
                                      "def nvmlInit():\n    global inits\n    inits += 1\n"
                                      "def nvmlDeviceGetCount():\n    return 3\n")
-    result = _python("""
+    result = python("""
         import os
         import pynvml
         from seqsift.cluster import count_gpus
