@@ -50,10 +50,13 @@ def random_fasta(rng: random.Random, eol: str) -> str:
 
 
 def random_fastq(rng: random.Random, eol: str) -> str:
-    out = []
+    out = [rng.choice(["", eol, " " + eol])]  # blank lines before the first record
     for r in range(rng.randint(1, 8)):
         seq = "".join(rng.choice("ACGTN") for _ in range(rng.randint(1, 150)))
-        out.append(f"@read{r} x{eol}{seq}{eol}+{eol}{'@' * len(seq)}{eol}")  # qualities may start with '@'
+        # a name alone, after blanks, before a tab or words; any bytes but blanks
+        name = rng.choice(["", " ", "\t"]) + f"read{r}" + rng.choice(["", "/1", "_\u00e9", ":x:y"])
+        header = name + rng.choice(["", " x", "\tlen=5 some words", " \u00e9 "])
+        out.append(f"@{header}{eol}{seq}{eol}+{eol}{'@' * len(seq)}{eol}")  # qualities may start with '@'
         if rng.random() < 0.3:
             out.append(eol)
     return "".join(out)
@@ -111,6 +114,8 @@ BAD = {
     "@r1\nACGT\n+\nIII\n": ["'r1'", "quality line has 3 characters", "sequence has 4"],
     "@r1\nACGT\n+\nIIII\nr2\nAC\n+\nII\n": ["line 5", "expected '@'"],
     ">a\nAC\n> \nGG\n": ["line 3", "no name"],
+    "@r1\nACGT\n+\nIIII\n@\t\nACGT\n+\nIIII\n": ["line 5", "no name"],
+    "\n\n  \nhello\n@r1\n": ["line 4", "not FASTA or FASTQ", "'hello'"],
     "": ["is empty"],
 }
 

@@ -344,9 +344,9 @@ def test_names_and_headers_decode_as_line_by_line(seed, errors):
         expected = _names_line_by_line(texts, errors)
     except (UnicodeDecodeError, fasta_scan.HeaderProblem):
         with pytest.raises(fasta_scan.HeaderProblem):
-            fasta_scan._names_and_headers(texts, errors)
+            fasta_scan.names_and_headers(texts, errors)
         return
-    assert fasta_scan._names_and_headers(texts, errors) == expected
+    assert fasta_scan.names_and_headers(texts, errors) == expected
 
 
 @pytest.mark.parametrize("seed", range(5))

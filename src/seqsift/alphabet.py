@@ -132,7 +132,7 @@ def mostly_not_nucleotides(data: np.ndarray, offsets: np.ndarray) -> int | None:
     """
     data = np.asarray(data, dtype=np.uint8)
     offsets = np.asarray(offsets, dtype=np.int64)
-    if data.size == 0 or len(offsets) < 2:
+    if data.size == 0 or len(offsets) < 2 or _NUCLEOTIDE_LETTERS[data].all():
         return None
     starts = np.minimum(offsets[:-1], data.size - 1)
     nucleotides = np.add.reduceat(_NUCLEOTIDE_LETTERS[data].astype(np.int64), starts)

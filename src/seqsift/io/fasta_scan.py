@@ -44,7 +44,8 @@ import numpy as np
 from .genome_cache import ReadOnlyFile, read_file_into
 
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
-           "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads"]
+           "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads", "joined_lines",
+           "names_and_headers"]
 
 BLOCK_BYTES = 8 << 20
 """Bytes per scanned block. Small enough that each thread's temporaries are
@@ -382,7 +383,7 @@ def _scan_block(block: _Block) -> _Lines:
         header[0] = False  # the line began in the previous block, as a sequence line
     heads = np.flatnonzero(header)  # (a header line is never cut: see _cut)
     text_ends = ends[heads] - carriage[heads]
-    header_text = _joined_lines(data, starts[heads] + 1, text_ends)
+    header_text = joined_lines(data, starts[heads] + 1, text_ends)
 
     lines = len(length)
     change = np.ones(lines, dtype=bool)  # where a run starts
@@ -403,7 +404,7 @@ def _scan_block(block: _Block) -> _Lines:
                   before_first_header=before_first, non_ascii=non_ascii, continues_line=block.continues_line)
 
 
-def _joined_lines(data: np.ndarray, first: np.ndarray, end: np.ndarray) -> bytes:
+def joined_lines(data: np.ndarray, first: np.ndarray, end: np.ndarray) -> bytes:
     """The bytes ``data[first[i]:end[i]]`` of every i, joined by '\\n', gathered at once (a block of
     short records holds thousands of header lines)."""
     if not len(first):
@@ -558,7 +559,7 @@ _FIRST_WORD = re.compile(r"^[^\S\n]*(\S+)", re.MULTILINE)
 """Each line's first word, as ``line.split()[0]`` finds it (a line of blanks has none)."""
 
 
-def _names_and_headers(texts: list[bytes], header_errors: str) -> tuple[list[str], list[str]]:
+def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[list[str], list[str]]:
     """Each record's name (the header's first word) and its whole header line, decoded as UTF-8.
 
     Decoded and split as one text, not line by line: a reference of 10^6
@@ -586,7 +587,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     length, carriage, newline, header, count = _join_lines(parts)
     run_bytes = length * count
     total_bytes = int(run_bytes.sum())
-    names, headers = _names_and_headers([part.header_text for part in parts if part.header.any()], header_errors)
+    names, headers = names_and_headers([part.header_text for part in parts if part.header.any()], header_errors)
     described = headers != names
     heads = np.flatnonzero(header)
     if not len(heads):

@@ -12,6 +12,7 @@ loop per line.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ __all__ = ["file_bytes", "read_records", "parse_records", "SequenceRecords"]
 _OTHER_COMPRESSIONS = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
 _INNER_WHITESPACE = np.zeros(256, dtype=bool)
 _INNER_WHITESPACE[list(b" \t\r\v\f")] = True
+_NOT_BLANK = re.compile(rb"\S")
 
 
 def file_bytes(path: str | os.PathLike, kind: str, missing_hint: str = "") -> bytes:
@@ -95,17 +97,18 @@ def parse_records(data: bytes, display: str) -> SequenceRecords:
     quality of another length (multi-line FASTQ is not supported).
     Records with no bases are returned as they are (the caller decides).
     """
-    if not data.strip():
+    first = _NOT_BLANK.search(data)   # (strip() would copy the whole input twice)
+    if first is None:
         raise InputError(f"{display}: is empty (no sequences)")
     if b"\x00" in data[:1 << 16]:
         raise InputError(f"{display}: looks like binary data, not a FASTA or FASTQ file")
-    text = data.lstrip()
-    first_line = data[:len(data) - len(text)].count(b"\n") + 1
-    if text.startswith(b">"):
+    begin = first.start()
+    if data[begin] == ord(">"):
         return _fasta(data, display)
-    if text.startswith(b"@"):
+    if data[begin] == ord("@"):
         return _fastq(data, display)
-    found = text.split(b"\n", 1)[0][:20]
+    first_line = data.count(b"\n", 0, begin) + 1
+    found = data[begin:begin + 20].split(b"\n", 1)[0]
     raise InputError(f"{display}: line {first_line}: not FASTA or FASTQ: a record starts with '>' (FASTA) "
                      f"or '@' (FASTQ), this line with {quote(found)}")
 
@@ -115,6 +118,18 @@ def _name(header: bytes, line: int, display: str) -> str:
     if not words:
         raise InputError(f"{display}: line {line}: header line has no name (nothing after {header[:1].decode()!r})")
     return words[0].decode("utf-8", errors="backslashreplace")
+
+
+def _fastq_names(buffer: np.ndarray, first: np.ndarray, end: np.ndarray) -> list[str] | None:
+    """The first word of each header line ``buffer[first[k]:end[k]]`` (after its '@'), as FASTA's
+    names are found: the lines gathered and decoded as one text, no Python step per record. None
+    if a header has no name."""
+    try:
+        names, _ = fasta_scan.names_and_headers([fasta_scan.joined_lines(buffer, first, end)],
+                                                "backslashreplace")
+    except fasta_scan.HeaderProblem:
+        return None
+    return names
 
 
 def _fasta(data: bytes, display: str) -> SequenceRecords:
@@ -140,7 +155,7 @@ def _fasta(data: bytes, display: str) -> SequenceRecords:
 
 
 def _fastq(data: bytes, display: str) -> SequenceRecords:
-    """Four lines per record: @name, sequence, +, quality; blank lines only between records.
+    """Four lines per record: @name, sequence, +, quality; blank lines (empty, or blanks only) only between records.
 
     Without blank lines (the usual file) record k is simply lines 4k..4k+3,
     found with no loop at all; with some, a loop over records finds where
@@ -154,6 +169,8 @@ def _fastq(data: bytes, display: str) -> SequenceRecords:
         starts, ends = starts[:-1], ends[:-1]
     ends = ends - ((ends > starts) & (buffer[np.maximum(ends - 1, 0)] == 13))  # '\r\n'
     blank = ends == starts
+    for k in np.flatnonzero(~blank & _INNER_WHITESPACE[buffer[np.minimum(starts, len(buffer) - 1)]]).tolist():
+        blank[k] = not data[starts[k]:ends[k]].strip()  # a line of blanks (rare: looked at one by one)
     line_count = len(starts)
     if blank.any():
         heads, truncated = [], None
@@ -181,7 +198,9 @@ def _fastq(data: bytes, display: str) -> SequenceRecords:
         k = int(checked[bad_head[0]])
         raise InputError(f"{display}: line {k + 1}: expected '@' at the start of a FASTQ record, "
                          f"found {quote(text(k)[:20])}")
-    names = [_name(text(k), k + 1, display) for k in checked.tolist()]
+    names = _fastq_names(buffer, starts[checked] + 1, ends[checked])
+    if names is None:  # a header without a name: one at a time, to name its line
+        names = [_name(text(k), k + 1, display) for k in checked.tolist()]
     if truncated is not None:
         raise InputError(f"{display}: record {quote(names[-1])} (line {truncated + 1}): truncated (a FASTQ "
                          f"record has 4 lines: @name, sequence, +, quality)")
@@ -204,10 +223,12 @@ def _fastq(data: bytes, display: str) -> SequenceRecords:
         raise InputError(f"{display}: record {quote(names[k])} (line {int(heads[k]) + 1}): the quality "
                          f"line has {int(quality_lengths[k])} characters but the sequence has "
                          f"{int(sequence_lengths[k])}")
-    # the sequence lines' bytes, gathered without a loop
-    total = int(sequence_lengths.sum())
-    first_byte = np.repeat(starts[seqs] - np.concatenate(([0], np.cumsum(sequence_lengths)[:-1])), sequence_lengths)
-    sequences = buffer[first_byte + np.arange(total)]
+    # the sequence lines' bytes, gathered without a loop by a mask made of runs: the bytes up to a
+    # sequence line's start dropped, the line's kept, and so on
+    line_starts, line_ends = starts[seqs], ends[seqs]
+    runs = np.column_stack((line_starts - np.concatenate(([0], line_ends[:-1])), line_ends - line_starts))
+    keep = np.repeat(np.tile(np.array([False, True]), len(seqs)), runs.ravel())
+    sequences = buffer[:len(keep)][keep]
     lengths = sequence_lengths
     inner = _INNER_WHITESPACE[sequences]
     if inner.any():
