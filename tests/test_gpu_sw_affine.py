@@ -136,6 +136,41 @@ def test_buffer_kernels_equal_the_cpu_path(affine, shape):
         assert np.array_equal(listed, np.diag(expected[:k, :k]) >= threshold), threshold
 
 
+TABLE_EDGES = [sw.Scoring(2, 1, gap_open=125, gap_extend=1), sw.Scoring(2, 1, gap_open=126, gap_extend=1)]
+"""c1 + O at the tiles' signed table byte's limit (127), and one past it (sw-gotoh scores those tiles)."""
+
+
+@pytest.mark.parametrize("scoring", AFFINE + LINEAR + [sw.Scoring(1, 9, 2)] + TABLE_EDGES, ids=lambda s: s.describe())
+def test_tiles_equal_the_cpu_path_for_every_scoring(scoring):
+    """The tiles' score table holds c1 + O and O - c2 in signed bytes (negative where O < c2, as for
+    Scoring(3, 5, 2) and Scoring(1, 9, 2)), and their cells keep W = Z - O, not Y: scores and flags
+    equal sw-gotoh's on the CPU for every scoring of the CPU tests, x over two rounds of a group."""
+    assert [sw.dpx_admits(s) for s in TABLE_EDGES] == [True, False]
+    rng = np.random.default_rng(scoring.match * 100 + scoring.open)
+    x, _ = random_pairs(rng, 21, 150, 1)
+    _, y = random_pairs(rng, 5, 1, 700)
+    for p in range(5):   # a mutated copy of x[p] in y[p]
+        at = int(rng.integers(0, 700 - 150 + 1))
+        y[p, at:at + 150] = np.where(rng.random(150) < 0.1, rng.integers(0, 4, 150), x[p])
+    codes, starts, lengths = buffer_of(x, y)
+    xi, yi = np.arange(21), 21 + np.arange(5)
+    expected = sw.buffer_scores("sw-gotoh", "cpu", codes.get(), starts[xi], lengths[xi], starts[yi], lengths[yi],
+                                scoring, product=True)
+    threshold = max(1, int(np.median(expected)))
+    for name in ["sw-dpx-affine"] + ([] if scoring.affine else ["sw-dpx"]):
+        got = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                               product=True)
+        assert np.array_equal(got, expected), (name, np.argwhere(got != expected)[:5])
+        flags = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
+                                 product=True, threshold=threshold)
+        assert np.array_equal(flags, expected >= threshold), name
+    for rows, group in ((19, 8), (4, 8)):   # x in one round of a group and in five, through dpx_launch itself
+        if sw.dpx_admits(scoring):
+            tile = sw_cuda.dpx_launch(codes, starts[xi], lengths[xi], starts[yi], lengths[yi], 150, 700, scoring,
+                                      scoring.affine, product=True, rows=rows, group=group).get()
+            assert np.array_equal(tile, expected), (rows, group)
+
+
 @pytest.mark.parametrize("name", ["sw-bpbc", "sw-wordwise", "sw-gotoh"])
 def test_kernels_without_a_buffer_kernel_gather_on_the_device(name):
     rng = np.random.default_rng(11)

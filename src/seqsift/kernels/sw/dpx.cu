@@ -108,11 +108,20 @@ __device__ __forceinline__ u32 dpx_shl(u32 value, u32 shift) {
 
 __device__ __forceinline__ u32 pack2(int v) { return ((u32)v & 0xffffu) * 0x10001u; }
 
-// The row selector of dpx_prmt for query codes a (lane 0) and b (lane 1).
+// The row selector of dpx_prmt for query codes a (lane 0) and b (lane 1), PAIRS: lane 0 indexes the first
+// table word, lane 1 the second; an N takes selector 8 (the sign of byte 0: 0).
 __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
     const u32 lo = a < 4 ? a : 8u;
     const u32 hi = b < 4 ? 4u + b : 8u;
     return (0x80u | lo) | ((0x80u | hi) << 8);
+}
+
+// PRODUCT's row selector: both lanes index the one signed table word (bytes 0..3), an N byte 4 (the second
+// word, all mismatch bytes); each lane's high byte replicates its low byte's sign (nibble 8 | index).
+__device__ __forceinline__ u32 dpx_signed_selector(unsigned int a, unsigned int b) {
+    const u32 lo = a < 4 ? a : 4u;
+    const u32 hi = b < 4 ? b : 4u;
+    return (lo | ((8u | lo) << 4)) | ((hi | ((8u | hi) << 4)) << 8);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -121,8 +130,15 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
 //
 // * PRODUCT (all-vs-all tiles): block (bx, by) aligns target y[by] against 2 x (threads / G) of the
 //   x sequences. Both lanes of a register share the target, so one table word per column serves
-//   them (the PRMT takes it as both halves). The block converts its target to table words in shared
-//   memory, DPX_CHUNK columns at a time (the target-format pass of round 1, fused into the kernel).
+//   them, and the PRMT's second word is free to hold a constant. The block converts its target to
+//   table words in shared memory, DPX_CHUNK columns at a time (the target-format pass of round 1,
+//   fused into the kernel). The tiles take the diagonal from W = Z - O, the value each cell keeps
+//   for its gaps anyway, instead of from Y = Z - c2: the table's bytes are then signed, s + O (c1 + O
+//   on a match, O - c2 else: P = max(W_diag + s + O, B + c2) is the same P), the second word holds
+//   O - c2 in every byte (a query N's byte, 4), and each lane's high byte replicates its low byte's
+//   sign. So a cell keeps one value, not two: one IMAD fewer per cell pair, R registers fewer, and the
+//   value passed down the group and through the boundary row is W. (PAIRS keeps Y: both words hold
+//   a target's table there, and no byte is a mismatch for every target base.)
 // * PAIRS (x[p] against y[p]): each thread converts its own column's two target codes, read from
 //   rows that hold N (code 4) for DPX_GAP codes before their start and past the longest row of the
 //   launch (the launcher gathers them so on the device).
@@ -179,6 +195,10 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     const u32 NGE = pack2(-gap_extend);
     const u32 Y0 = pack2(bias);                   // Y of H = 0
     const u32 G0 = pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
+    const u32 D0 = PRODUCT ? G0 : Y0;             // what the diagonal reads of H = 0 (passed down, boundary)
+    // PRODUCT's signed table: every byte O - c2 (MISMATCH4), and byte b flipped to c1 + O for target base b.
+    const u32 MISMATCH4 = ((u32)(gap_open - c2) & 0xffu) * 0x01010101u;
+    const u32 FLIP = ((u32)(gap_open - c2) ^ (u32)(c1 + gap_open)) & 0xffu;
     // Affine: the constant subtractions as z * one - C, an IMAD on the FMA pipe, which the ALU pipe's
     // DPX instructions leave free (as plain subtractions ptxas put half of them on the ALU pipe as
     // VIADD, SASS of R = 16: 3.48 ALU instructions per cell instead of 3.05). one is 1 (the launch has
@@ -199,7 +219,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int row = (round * group + k) * R + r;
-            sel[r] = dpx_selector(row < xa_len ? xa_codes[row] : 4u, row < xb_len ? xb_codes[row] : 4u);
+            const unsigned int a = row < xa_len ? xa_codes[row] : 4u, b = row < xb_len ? xb_codes[row] : 4u;
+            sel[r] = PRODUCT ? dpx_signed_selector(a, b) : dpx_selector(a, b);
             Y[r] = Y0;
             G[r] = G0;
             EC[r] = G0;
@@ -210,12 +231,12 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
         u32 *below = bound + (round & 1) * bound_row + 2 * (DPX_LEAD - k);
         const bool reads_above = k == 0 && round > 0;
         const bool writes = real && k == group - 1 && round + 1 < rounds;
-        u32 botY = Y0, botF = G0;    // this thread's last row at its current column: what the next thread reads
-        u32 diag_in = Y0;            // Y of the row above at column j - 1
+        u32 botY = D0, botF = G0;    // this thread's last row at its current column: what the next thread reads
+        u32 diag_in = D0;            // Y (PRODUCT: W) of the row above at column j - 1
         u32 aboveY[4], aboveF[4], nextY[4], nextF[4];   // the first thread's row above: this block, the next
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
-            nextY[u] = reads_above ? above[2 * u] : Y0;
+            nextY[u] = reads_above ? above[2 * u] : D0;
             nextF[u] = AFFINE && reads_above ? above[2 * u + 1] : G0;
         }
         for (int c0 = 0; c0 < steps; c0 += PRODUCT ? DPX_CHUNK : steps) {
@@ -225,7 +246,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                 const unsigned char *target = codes + y_start[ya_index];
                 for (int w = threadIdx.x; w < DPX_LEAD + DPX_CHUNK + DPX_TAIL; w += blockDim.x) {
                     const int j = c0 - DPX_LEAD + w;
-                    dpx_table[w] = j >= 0 && j < n ? dpx_shl(K, (u32)target[j] << 3) : 0u;
+                    dpx_table[w] = MISMATCH4 ^ (j >= 0 && j < n ? dpx_shl(FLIP, (u32)target[j] << 3) : 0u);
                 }
                 __syncthreads();
             }
@@ -251,12 +272,14 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     }
                     u32 ta, tb;
                     if (PRODUCT) {
-                        ta = tb = table[t];
+                        ta = table[t];
+                        tb = MISMATCH4;
                     } else {   // shl clamps: code 4 (N, and the padding) shifts K out, an all-0 table
                         ta = dpx_shl(K, (u32)ya_codes[t] << 3);
                         tb = dpx_shl(K, (u32)yb_codes[t] << 3);
                     }
-                    u32 gup = upY + C2 - GO;   // W (linear) or A (affine) of the row above: Z - O, Z = Y + c2
+                    // W (linear) or A (affine) of the row above: Z - O (PAIRS: from its Y, Z = Y + c2)
+                    u32 gup = PRODUCT ? upY : upY + C2 - GO;
                     u32 fc = upF;
                     u32 z = BASE;
                     u32 zprev = BASE;
@@ -265,7 +288,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     u32 P[DPX_ROWS];
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
-                        P[r] = dpx_addmax(r == 0 ? diag_in : Y[r - 1], dpx_prmt(ta, tb, sel[r]), BASE);
+                        const u32 diag = r == 0 ? diag_in : (PRODUCT ? G[r - 1] : Y[r - 1]);
+                        P[r] = dpx_addmax(diag, dpx_prmt(ta, tb, sel[r]), BASE);
                     }
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
@@ -276,14 +300,14 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                         } else {
                             z = dpx_max3(P[r], gup, G[r]);
                         }
-                        Y[r] = z * one - C2;
+                        if (!PRODUCT) Y[r] = z * one - C2;
                         G[r] = z * one - GO;
                         gup = G[r];
                         if (r & 1) best = dpx_max3(best, zprev, z);
                         zprev = z;
                     }
                     if (R & 1) best = dpx_max(best, z);
-                    botY = Y[R - 1];
+                    botY = PRODUCT ? G[R - 1] : Y[R - 1];
                     botF = fc;
                     diag_in = upY;
                     if (writes) {
@@ -305,7 +329,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
             // first thread reads up to 4 steps past its loop, and prefetches 4 more)
             const int written = ((steps + 3) & ~3) - k;   // columns < written were written above
             for (int j = written; j < ((steps + 3) & ~3) + 8; ++j) {
-                below[2 * (j + k)] = Y0;
+                below[2 * (j + k)] = D0;
                 if (AFFINE) below[2 * (j + k) + 1] = G0;
             }
         }
