@@ -313,16 +313,14 @@ def gotoh_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=
 
 
 DPX_MAX_TABLE = 127
-"""The largest byte of sw-dpx's byte-permute score tables (dpx.cu): c1 + c2 (lists of pairs, a byte whose
-top bit must be clear) and c1 + O (tiles, whose signed bytes also hold O - c2, at least -128)."""
+"""sw-dpx's byte-permute score table holds c1 + c2 in one byte whose top bit must be clear (dpx.cu)."""
 
 
 def dpx_admits(scoring: Scoring) -> bool:
     """Whether the 16-bit DPX kernels can run this scoring at all (else sw-gotoh scores every pair):
-    c1 + c2 and c1 + O fit the score tables' bytes (then so does O - c2 >= -c2 > -128), and the bias
-    and gap penalties leave room in a 16-bit lane."""
+    c1 + c2 fits the score table's byte, and the bias and gap penalties leave room in a 16-bit lane."""
     bias = dpx_bias(scoring.open, scoring.mismatch)
-    return (max(scoring.match + scoring.mismatch, scoring.match + scoring.open) <= DPX_MAX_TABLE
+    return (scoring.match + scoring.mismatch <= DPX_MAX_TABLE
             and bias + scoring.mismatch + scoring.match + max(scoring.open, scoring.extend) < DPX_LANE_MAX // 2)
 
 

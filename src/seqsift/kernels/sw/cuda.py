@@ -204,6 +204,12 @@ DPX_THREADS = 256
 DPX_GAP = 64            # dpx.cu: N codes a PAIRS row has before its start and past the longest row
 DPX_BOUND_PAD = 80      # dpx.cu: boundary row columns beyond n
 DPX_TABLE_WORDS = 32 + 1024 + 8   # dpx.cu: DPX_LEAD + DPX_CHUNK + DPX_TAIL, the PRODUCT table in shared memory
+
+
+def dpx_tile_shared_bytes(rows: int) -> int:
+    """Shared memory of a PRODUCT block of dpx.cu: its table, then each thread's score profile (5 target
+    codes x ceil(R / 4) loads of 16 bytes). 104 KB at R = 20: two blocks still fit an SM (228 KB)."""
+    return 4 * DPX_TABLE_WORDS + 5 * -(-rows // 4) * DPX_THREADS * 16
 DPX_MAX_ROWS = {False: 20, True: 16}
 """The most rows per thread (DPX_ROWS) per gap model: beyond, ptxas spills at 128 registers (2 blocks per SM)."""
 DPX_BOUNDARY_BYTES = 2 << 30
@@ -334,11 +340,13 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
         kernel((blocks_x,), (DPX_THREADS,), (codes_dev, xs, xl, np.int64(x_count), ys, yl) + constants
                + (out, np.int64(1)))
         return out
+    shared = dpx_tile_shared_bytes(rows)
+    kernel.max_dynamic_shared_size_bytes = shared
     for first in range(0, y_count, y_per_launch):
         last = min(y_count, first + y_per_launch)
         kernel((blocks_x, last - first), (DPX_THREADS,),
                (codes_dev, xs, xl, np.int64(x_count), ys[first:last], yl[first:last]) + constants
-               + (out[:, first:], np.int64(y_count)), shared_mem=4 * DPX_TABLE_WORDS)
+               + (out[:, first:], np.int64(y_count)), shared_mem=shared)
     return out
 
 

@@ -32,8 +32,9 @@
 //   a global buffer that the group's last thread wrote. At step t thread k computes column j = t - k
 //   of its R rows: the row above it arrives by __shfl_up_sync from thread k - 1, which computed it at
 //   step t - 1 (and the diagonal one step earlier still).
-// * Score: a byte permute (PRMT) per cell. For target column j an 8-byte table (two registers): byte
-//   b (b = 0..3) of the first holds c1 + c2 if lane 0's target base is b, else 0; the second does the
+// * Score (PAIRS; PRODUCT reads a profile, below): a byte permute (PRMT) per cell. For target column j
+//   an 8-byte table (two registers): byte b (b = 0..3) of the first holds c1 + c2 if lane 0's target
+//   base is b, else 0; the second does the
 //   same for lane 1 (an N base: all 0); K << 8 code, with shl's clamp making code 4 (N) an all-0
 //   table. Each thread reads its column's codes itself (round 1 built the table in the group's first
 //   thread and shuffled it down, from a separate target-format pass). Each row keeps a selector:
@@ -108,20 +109,11 @@ __device__ __forceinline__ u32 dpx_shl(u32 value, u32 shift) {
 
 __device__ __forceinline__ u32 pack2(int v) { return ((u32)v & 0xffffu) * 0x10001u; }
 
-// The row selector of dpx_prmt for query codes a (lane 0) and b (lane 1), PAIRS: lane 0 indexes the first
-// table word, lane 1 the second; an N takes selector 8 (the sign of byte 0: 0).
+// The row selector of dpx_prmt for query codes a (lane 0) and b (lane 1).
 __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
     const u32 lo = a < 4 ? a : 8u;
     const u32 hi = b < 4 ? 4u + b : 8u;
     return (0x80u | lo) | ((0x80u | hi) << 8);
-}
-
-// PRODUCT's row selector: both lanes index the one signed table word (bytes 0..3), an N byte 4 (the second
-// word, all mismatch bytes); each lane's high byte replicates its low byte's sign (nibble 8 | index).
-__device__ __forceinline__ u32 dpx_signed_selector(unsigned int a, unsigned int b) {
-    const u32 lo = a < 4 ? a : 4u;
-    const u32 hi = b < 4 ? b : 4u;
-    return (lo | ((8u | lo) << 4)) | ((hi | ((8u | hi) << 4)) << 8);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,16 +121,18 @@ __device__ __forceinline__ u32 dpx_signed_selector(unsigned int a, unsigned int 
 // device, by (start, length); nothing is padded per pair on the host:
 //
 // * PRODUCT (all-vs-all tiles): block (bx, by) aligns target y[by] against 2 x (threads / G) of the
-//   x sequences. Both lanes of a register share the target, so one table word per column serves
-//   them, and the PRMT's second word is free to hold a constant. The block converts its target to
-//   table words in shared memory, DPX_CHUNK columns at a time (the target-format pass of round 1,
-//   fused into the kernel). The tiles take the diagonal from W = Z - O, the value each cell keeps
-//   for its gaps anyway, instead of from Y = Z - c2: the table's bytes are then signed, s + O (c1 + O
-//   on a match, O - c2 else: P = max(W_diag + s + O, B + c2) is the same P), the second word holds
-//   O - c2 in every byte (a query N's byte, 4), and each lane's high byte replicates its low byte's
-//   sign. So a cell keeps one value, not two: one IMAD fewer per cell pair, R registers fewer, and the
-//   value passed down the group and through the boundary row is W. (PAIRS keeps Y: both words hold
-//   a target's table there, and no byte is a mismatch for every target base.)
+//   x sequences. The scores come from shared memory, not from a PRMT on the ALU pipe: at the start of
+//   each round a thread writes its rows' score profile, for each target code (A, C, G, T, N) the
+//   cell pairs' scores of its R rows in ceil(R / 4) 16-byte words (the query profile of Rognes and
+//   Seeberg 2000 and CUDASW++, per thread), and the block converts its target, DPX_CHUNK columns
+//   at a time, to each column's profile offset (the target-format pass of round 1, fused into the
+//   kernel). A step then loads its column's R scores with ceil(R / 4) LDS.128 on the memory pipe.
+//   The tiles take the diagonal from W = Z - O, the value each cell keeps for its gaps anyway, not
+//   from Y = Z - c2: the profile holds s + O (c1 + O on a match, O - c2 else: P = max(W_diag + s + O,
+//   B + c2) is the same P). So a cell keeps one value, not two (one IMAD fewer per cell pair), and the
+//   value passed down the group and through the boundary row is W. Per cell pair: 2 DPX, an IMAD,
+//   and the running maximum's half VIMNMX3. (PAIRS keeps the byte table and Y: each lane's target
+//   differs there, so each thread would need a profile per pair of columns.)
 // * PAIRS (x[p] against y[p]): each thread converts its own column's two target codes, read from
 //   rows that hold N (code 4) for DPX_GAP codes before their start and past the longest row of the
 //   launch (the launcher gathers them so on the device).
@@ -148,8 +142,8 @@ __device__ __forceinline__ u32 dpx_signed_selector(unsigned int a, unsigned int 
 // cells at most v (P = max(Z_diag - c2, H 0), the gaps only subtract), so it changes no maximum, and
 // from the all-zero state it leaves the all-zero state, which is what column 0 must see on its left.
 // Rows past an x's length are N rows, likewise. So every thread runs every step of the round alike:
-// the 4-step unrolled body is the cells, one shuffle per value passed down, one table read (PRODUCT)
-// or two code loads (PAIRS), and a select for the group's first thread.
+// the 4-step unrolled body is the cells, one shuffle per value passed down, a table read and the
+// profile's loads (PRODUCT) or two code loads (PAIRS), and a select for the group's first thread.
 //
 // REACH (threshold T, the flag kernels): the same cells; every DPX_EXIT_STEPS steps the warp votes,
 // and once every pair of the warp has a lane >= T (biased) it stops: such a pair's first cell >= T
@@ -162,6 +156,9 @@ __device__ __forceinline__ u32 dpx_signed_selector(unsigned int a, unsigned int 
 #define DPX_TAIL 8          // and after its last: the 4-step body runs up to 3 steps past the end
 #define DPX_EXIT_STEPS 32   // REACH: steps between two votes of a warp (a power of two, a multiple of 4)
 #define DPX_BOUND_PAD 80    // boundary row: columns kept beyond n (the lead, the unroll and the prefetch)
+#define DPX_TABLE_WORDS (DPX_LEAD + DPX_CHUNK + DPX_TAIL)   // PRODUCT: 4,256 bytes, a multiple of 16
+#define DPX_QUADS ((DPX_ROWS + 3) / 4)                      // PRODUCT: a thread's rows in 16-byte profile loads
+#define DPX_BLOCK 256                                       // threads per block (the launch, __launch_bounds__)
 
 template <bool AFFINE, bool PRODUCT, bool REACH>
 __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ codes,
@@ -171,7 +168,11 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                                               int gap_open, int gap_extend, int bias, int reach_z,
                                               long long bound_row, u32 *__restrict__ boundary,
                                               int *__restrict__ out, long long out_stride) {
-    extern __shared__ u32 dpx_table[];   // PRODUCT: table words of columns [c0 - DPX_LEAD, c0 + DPX_CHUNK + DPX_TAIL)
+    // PRODUCT: the table of columns [c0 - DPX_LEAD, c0 + DPX_CHUNK + DPX_TAIL) (each column's profile offset),
+    // then the threads' score profiles: [target code 0..4][quad of rows][thread], 4 cell pairs each.
+    extern __shared__ __align__(16) u32 dpx_shared[];
+    u32 *dpx_table = dpx_shared;
+    const uint4 *profile = (const uint4 *)(dpx_shared + DPX_TABLE_WORDS) + threadIdx.x;
     const int R = DPX_ROWS;
     const int lane = threadIdx.x & 31;
     const int k = lane & (group - 1);                                   // rank in the group
@@ -196,9 +197,6 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     const u32 Y0 = pack2(bias);                   // Y of H = 0
     const u32 G0 = pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
     const u32 D0 = PRODUCT ? G0 : Y0;             // what the diagonal reads of H = 0 (passed down, boundary)
-    // PRODUCT's signed table: every byte O - c2 (MISMATCH4), and byte b flipped to c1 + O for target base b.
-    const u32 MISMATCH4 = ((u32)(gap_open - c2) & 0xffu) * 0x01010101u;
-    const u32 FLIP = ((u32)(gap_open - c2) ^ (u32)(c1 + gap_open)) & 0xffu;
     // Affine: the constant subtractions as z * one - C, an IMAD on the FMA pipe, which the ALU pipe's
     // DPX instructions leave free (as plain subtractions ptxas put half of them on the ALU pipe as
     // VIADD, SASS of R = 16: 3.48 ALU instructions per cell instead of 3.05). one is 1 (the launch has
@@ -219,11 +217,33 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int row = (round * group + k) * R + r;
-            const unsigned int a = row < xa_len ? xa_codes[row] : 4u, b = row < xb_len ? xb_codes[row] : 4u;
-            sel[r] = PRODUCT ? dpx_signed_selector(a, b) : dpx_selector(a, b);
+            if (!PRODUCT) sel[r] = dpx_selector(row < xa_len ? xa_codes[row] : 4u, row < xb_len ? xb_codes[row] : 4u);
             Y[r] = Y0;
             G[r] = G0;
             EC[r] = G0;
+        }
+        if (PRODUCT) {   // this thread's profile of its rows: s + O in each lane, for each target code
+#pragma unroll 1
+            for (int q = 0; q < DPX_QUADS; ++q) {
+                unsigned int a[4], b[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int row = (round * group + k) * R + 4 * q + i;
+                    a[i] = 4 * q + i < R && row < xa_len ? xa_codes[row] : 4u;
+                    b[i] = 4 * q + i < R && row < xb_len ? xb_codes[row] : 4u;
+                }
+#pragma unroll
+                for (int y = 0; y < 5; ++y) {
+                    u32 w[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const int sa = a[i] == (u32)y && y < 4 ? c1 + gap_open : gap_open - c2;
+                        const int sb = b[i] == (u32)y && y < 4 ? c1 + gap_open : gap_open - c2;
+                        w[i] = ((u32)sa & 0xffffu) | ((u32)sb << 16);
+                    }
+                    ((uint4 *)profile)[(y * DPX_QUADS + q) * DPX_BLOCK] = make_uint4(w[0], w[1], w[2], w[3]);
+                }
+            }
         }
         // Column j of a boundary row is at [2 (j + DPX_LEAD)]: the first thread reads column t at step t,
         // the last thread writes column t - k.
@@ -241,12 +261,12 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
         }
         for (int c0 = 0; c0 < steps; c0 += PRODUCT ? DPX_CHUNK : steps) {
             const int c_end = PRODUCT ? min(steps, c0 + DPX_CHUNK) : steps;
-            if (PRODUCT) {   // the target's table words for this chunk (all-N outside [0, n))
+            if (PRODUCT) {   // the target's profile offsets for this chunk (N outside [0, n))
                 __syncthreads();
                 const unsigned char *target = codes + y_start[ya_index];
-                for (int w = threadIdx.x; w < DPX_LEAD + DPX_CHUNK + DPX_TAIL; w += blockDim.x) {
+                for (int w = threadIdx.x; w < DPX_TABLE_WORDS; w += blockDim.x) {
                     const int j = c0 - DPX_LEAD + w;
-                    dpx_table[w] = MISMATCH4 ^ (j >= 0 && j < n ? dpx_shl(FLIP, (u32)target[j] << 3) : 0u);
+                    dpx_table[w] = (j >= 0 && j < n ? min((u32)target[j], 4u) : 4u) * (DPX_QUADS * DPX_BLOCK);
                 }
                 __syncthreads();
             }
@@ -270,10 +290,17 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                         upY = aboveY[u];
                         if (AFFINE) upF = aboveF[u];
                     }
-                    u32 ta, tb;
-                    if (PRODUCT) {
-                        ta = table[t];
-                        tb = MISMATCH4;
+                    u32 ta = 0, tb = 0, score[DPX_QUADS * 4];
+                    if (PRODUCT) {   // the column's profile: 4 cell pairs a load
+                        const uint4 *column = profile + table[t];
+#pragma unroll
+                        for (int q = 0; q < DPX_QUADS; ++q) {
+                            const uint4 v = column[q * DPX_BLOCK];
+                            score[4 * q] = v.x;
+                            score[4 * q + 1] = v.y;
+                            score[4 * q + 2] = v.z;
+                            score[4 * q + 3] = v.w;
+                        }
                     } else {   // shl clamps: code 4 (N, and the padding) shifts K out, an all-0 table
                         ta = dpx_shl(K, (u32)ya_codes[t] << 3);
                         tb = dpx_shl(K, (u32)yb_codes[t] << 3);
@@ -289,7 +316,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const u32 diag = r == 0 ? diag_in : (PRODUCT ? G[r - 1] : Y[r - 1]);
-                        P[r] = dpx_addmax(diag, dpx_prmt(ta, tb, sel[r]), BASE);
+                        P[r] = dpx_addmax(diag, PRODUCT ? score[r] : dpx_prmt(ta, tb, sel[r]), BASE);
                     }
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
