@@ -235,8 +235,8 @@ def main():
             geometries = [None] + ([(16, 8), (8, 16)] if scoring.affine == affine else [])
             for geometry in geometries:
                 rows, group = geometry or (None, None)
-                chosen = sw_cuda.dpx_geometry(M, rows, group, affine)
                 for mode in ("pairs", "tiles"):
+                    chosen = sw_cuda.dpx_geometry(M, rows, group, affine, product=mode == "tiles")
                     try:
                         out = {}
                         if mode == "pairs":

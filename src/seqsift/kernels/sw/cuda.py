@@ -210,8 +210,10 @@ def dpx_tile_shared_bytes(rows: int) -> int:
     """Shared memory of a PRODUCT block of dpx.cu: its table, then each thread's score profile (5 target
     codes x ceil(R / 4) loads of 16 bytes). 104 KB at R = 20: two blocks still fit an SM (228 KB)."""
     return 4 * DPX_TABLE_WORDS + 5 * -(-rows // 4) * DPX_THREADS * 16
-DPX_MAX_ROWS = {False: 20, True: 16}
-"""The most rows per thread (DPX_ROWS) per gap model: beyond, ptxas spills at 128 registers (2 blocks per SM)."""
+DPX_MAX_ROWS = {(False, False): 20, (True, False): 16, (False, True): 20, (True, True): 20}
+"""The most rows per thread (DPX_ROWS) per (gap model affine, all-vs-all tiles): beyond, ptxas spills at 128
+registers (2 blocks per SM). The affine tiles keep no selector per row (their scores come from a profile
+in shared memory), so they take 20 rows where the affine lists of pairs spill past 16."""
 DPX_BOUNDARY_BYTES = 2 << 30
 """At most this much device memory for the rounds' boundary rows of one launch (PRODUCT launches are split
 along y to stay under it; run 1 of round 2 split a 256 x 128 tile of two rounds into launches of 60 blocks
@@ -219,7 +221,7 @@ at 512 MB, half the speed of the same rounds as pairs)."""
 
 
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
-                 affine: bool = False) -> tuple[int, int, int]:
+                 affine: bool = False, product: bool = False) -> tuple[int, int, int]:
     """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x sequences of up to m rows.
 
     Unless given: the fewest rounds (each round after the first passes its top row through global
@@ -233,7 +235,7 @@ def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
         return rows, group, -(-m // (rows * group))
     best = None
     for g in ((group,) if group else (4, 8, 16, 32)):
-        for r in ((rows,) if rows else range(4, DPX_MAX_ROWS[affine] + 1)):
+        for r in ((rows,) if rows else range(4, DPX_MAX_ROWS[affine, product] + 1)):
             rounds = -(-m // (g * r))
             key = (rounds, rounds * g * r * (1 + 6 / r))
             if best is None or key < best[0]:
@@ -309,7 +311,7 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     out = cupy.zeros((x_count, y_count) if product else (x_count,), dtype=cupy.int32)
     if x_count == 0 or y_count == 0 or m == 0 or n == 0:
         return out
-    rows, group, rounds = dpx_geometry(m, rows, group, affine)
+    rows, group, rounds = dpx_geometry(m, rows, group, affine, product)
     z = 0 if threshold is None else reach_z(scoring, threshold)
     if z is None:
         raise ValueError(f"threshold {threshold} cannot be flagged in 16-bit lanes with {scoring.describe()}")
