@@ -543,7 +543,14 @@ def test_pad_length_and_plan_cover_every_pair_once():
         qi, ti = t.pair_indices()
         pairs.update(zip(qi.tolist(), ti.tolist()))
         assert (np.minimum(ql[qi], tl[ti]) <= t.m).all() and (np.maximum(ql[qi], tl[ti]) <= t.n).all()
+        some = rng.choice(t.pairs, size=min(t.pairs, 25), replace=False)   # pairs_at: the same pairs, picked
+        picked = t.pairs_at(some)
+        assert np.array_equal(picked[0], qi[some]) and np.array_equal(picked[1], ti[some])
     assert len(pairs) == 40 * 70 == sum(t.pairs for t in tasks)
+    for t in plan_tasks(ql, tl, False, 1 << 22, 1 << 30)[:3]:   # and for lists of pairs
+        qi, ti = t.pair_indices()
+        some = np.arange(0, t.pairs, 3)
+        assert np.array_equal(t.pairs_at(some)[0], qi[some]) and np.array_equal(t.pairs_at(some)[1], ti[some])
 
 
 def write_fasta(path, records, width=60):

@@ -51,6 +51,13 @@ class PairTask:
             return np.repeat(self.queries, len(self.targets)), np.tile(self.targets, len(self.queries))
         return self.queries, self.targets
 
+    def pairs_at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (query, target) indices at ``positions`` of pair_indices' order, without making all of it
+        (a GPU tile has millions of pairs, of which a screen keeps a few)."""
+        if self.product:
+            return self.queries[positions // len(self.targets)], self.targets[positions % len(self.targets)]
+        return self.queries[positions], self.targets[positions]
+
 
 def _pairs_per_task(m: int, n: int, cell_budget: int, byte_budget: int, batch_pairs: int | None) -> int:
     if batch_pairs:

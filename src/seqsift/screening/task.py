@@ -158,30 +158,33 @@ def run_screen_task(job: ScreenJob, task: PairTask) -> pd.DataFrame:
 
 
 def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.DataFrame:
-    import pandas as pd
-
+    # pandas is imported where the rows are made, after the kernels: a job's first task starts while
+    # the client imports pandas beside it, and an import here would hold its kernels until that ends
+    # (0.3 s of the issue-26 screen on the H100 host).
     sequences = job.sequences
     starts, lengths = sequences.starts, sequences.lengths
-    qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
     # auto: the measured-fastest algorithm for this task's length bucket (kernels/planner.py)
     algorithm = sw_kernels.choose_sw_algorithm(job.backend, job.algorithm, job.scoring, task.m, task.n)
     options = dict(word_bits=job.word_bits)
     if job.threshold is None:
         with stages.timed("kernel", device=on_device):
             scores = _in_pair_order(task, job, codes, algorithm, None, options)
+        import pandas as pd
+        qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
         return pd.DataFrame({"query": qi, "target": ti, "score": scores.astype(np.int64)})
     # Screening: pairs whose base counts bound their score below the threshold are out without any DP
     # (exact); which of the others reach it (flag kernels that stop once a pair is decided), then the
     # scores of those few.
     with stages.timed("kernel", device=on_device):
         keep = np.flatnonzero(_in_pair_order(task, job, codes, algorithm, job.threshold, options))
-        qk, tk = qi[keep], sequences.queries + ti[keep]
+        q_kept, t_kept = task.pairs_at(keep)
+        qk, tk = q_kept, sequences.queries + t_kept
         swap = lengths[tk] < lengths[qk]   # the shorter sequence is the kernel's x
         x, y = np.where(swap, tk, qk), np.where(swap, qk, tk)
         scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
                                            lengths[y], job.scoring, product=False, **options)
                   if keep.size else np.zeros(0, np.int32))
-    rows = {"query": qi[keep], "target": ti[keep], "score": scores.astype(np.int64)}
+    rows = {"query": q_kept, "target": t_kept, "score": scores.astype(np.int64)}
     if job.align:
         with stages.timed("locate"):
             coords, cigars = sw_kernels.align(sequences.codes, starts[qk], lengths[qk], starts[tk], lengths[tk],
@@ -189,6 +192,7 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
         for k, name in enumerate(ALIGNMENT_COLUMNS[:4]):
             rows[name] = coords[:, k].astype(np.int64)
         rows["cigar"] = np.asarray(cigars, dtype=object)
+    import pandas as pd
     return pd.DataFrame(rows)
 
 
