@@ -192,22 +192,36 @@ def test_the_clusters_seqsift_starts_run_no_profiler_and_poll_rarely():
 
 def test_count_gpus_asks_nvml_once_and_imports_no_dask_cuda(tmp_path):
     """The GPU count of dask-cuda's rule (CUDA_VISIBLE_DEVICES, else NVML), with NVML initialised once per
-    process and dask-cuda itself (seconds of imports) not loaded; a stand-in NVML counts the calls. An
-    empty CUDA_VISIBLE_DEVICES, or "-1", hides every GPU."""
+    process, and neither dask-cuda itself (seconds of imports) nor pynvml (0.1 s) loaded; a stand-in for
+    NVML's C library counts the calls. No library: 0 GPUs. An empty CUDA_VISIBLE_DEVICES, or "-1", hides
+    every GPU."""
     fakes = tmp_path / "fakes"
     (fakes / "dask_cuda").mkdir(parents=True)
     (fakes / "dask_cuda" / "__init__.py").write_text("raise ImportError('count_gpus must not import dask_cuda')\n")
-    (fakes / "pynvml.py").write_text("inits = 0\n"
-                                     "def nvmlInit():\n    global inits\n    inits += 1\n"
-                                     "def nvmlDeviceGetCount():\n    return 3\n")
+    (fakes / "pynvml.py").write_text("raise ImportError('count_gpus must not import pynvml')\n")
     result = python("""
-        import os
-        import pynvml
+        import ctypes, os, sys
+        from seqsift import cluster
         from seqsift.cluster import count_gpus
+
+        class FakeNvml:
+            inits = 0
+            def nvmlInit_v2(self):
+                FakeNvml.inits += 1
+                return 0
+            def nvmlDeviceGetCount_v2(self, count):
+                ctypes.cast(count, ctypes.POINTER(ctypes.c_uint))[0] = 3
+                return 0
+
+        real = ctypes.CDLL
+        ctypes.CDLL = lambda name: (_ for _ in ()).throw(OSError(name))   # no driver
+        assert cluster._nvml_device_count() == 0
+        ctypes.CDLL = lambda name: FakeNvml() if name == "libnvidia-ml.so.1" else real(name)
         os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-        assert (count_gpus(), count_gpus()) == (3, 3) and pynvml.inits == 1, pynvml.inits
+        assert (count_gpus(), count_gpus()) == (3, 3) and FakeNvml.inits == 1, FakeNvml.inits
+        assert "pynvml" not in sys.modules
         os.environ["CUDA_VISIBLE_DEVICES"] = "0,2"
-        assert count_gpus() == 2 and pynvml.inits == 1
+        assert count_gpus() == 2 and FakeNvml.inits == 1
         for hidden, count in (("", 0), ("-1", 0), (" ", 0), ("1,-1,0", 1), ("GPU-8f1d,MIG-2a", 2)):
             os.environ["CUDA_VISIBLE_DEVICES"] = hidden   # CUDA stops at the first entry naming no device
             assert count_gpus() == count, (hidden, count_gpus())
