@@ -317,7 +317,7 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
         raise ValueError(f"threshold {threshold} cannot be flagged in 16-bit lanes with {scoring.describe()}")
     module = load_module("sw/dpx.cu", DPX_ROWS=rows, DPX_AFFINE=int(affine))
     name = (f"sw_dpx_{'tiles' if product else 'pairs'}_{'affine' if affine else 'linear'}"
-            f"{'' if threshold is None else '_reach'}")
+            f"{'' if threshold is None else '_reach'}{'_rounds' if rounds > 1 else ''}")
     kernel = module.get_function(name)
     lane_pairs = (x_count + 1) // 2
     groups_per_block = DPX_THREADS // group

@@ -2,9 +2,9 @@
 //
 //   sw_gotoh       sw-gotoh: Gotoh's affine-gap DP, one pair per thread, 32-bit cells (linear gaps
 //                  as O = E); the reference kernel, and the fall-back of the 16-bit kernels below.
-//   sw_dpx_{pairs,tiles}_linear[_reach]  sw-dpx: the linear-gap cell in 16-bit lanes on DPX
+//   sw_dpx_{pairs,tiles}_linear[_reach][_rounds]  sw-dpx: the linear-gap cell in 16-bit lanes on DPX
 //                  instructions, for a list of pairs or an all-vs-all tile; _reach: threshold flags.
-//   sw_dpx_{pairs,tiles}_affine[_reach]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise.
+//   sw_dpx_{pairs,tiles}_affine[_reach][_rounds]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise.
 //   sw_gather_rows the sequences of a code buffer as a padded matrix on the device.
 //   sw_count_bases how many A, C, G, T each sequence of a code buffer holds (the composition bound).
 //
@@ -160,7 +160,7 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
 #define DPX_QUADS ((DPX_ROWS + 3) / 4)                      // PRODUCT: a thread's rows in 16-byte profile loads
 #define DPX_BLOCK 256                                       // threads per block (the launch, __launch_bounds__)
 
-template <bool AFFINE, bool PRODUCT, bool REACH>
+template <bool AFFINE, bool PRODUCT, bool REACH, bool ROUNDS>
 __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ codes,
                                               const long long *__restrict__ x_start, const int *__restrict__ x_len,
                                               long long x_count, const long long *__restrict__ y_start,
@@ -249,8 +249,9 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
         // the last thread writes column t - k.
         const u32 *above = bound + ((round + 1) & 1) * bound_row + 2 * DPX_LEAD;
         u32 *below = bound + (round & 1) * bound_row + 2 * (DPX_LEAD - k);
-        const bool reads_above = k == 0 && round > 0;
-        const bool writes = real && k == group - 1 && round + 1 < rounds;
+        // (ROUNDS false: one round, compiled without the boundary row's loads, stores and addresses)
+        const bool reads_above = ROUNDS && k == 0 && round > 0;
+        const bool writes = ROUNDS && real && k == group - 1 && round + 1 < rounds;
         u32 botY = D0, botF = G0;    // this thread's last row at its current column: what the next thread reads
         u32 diag_in = D0;            // Y (PRODUCT: W) of the row above at column j - 1
         u32 aboveY[4], aboveF[4], nextY[4], nextF[4];   // the first thread's row above: this block, the next
@@ -380,32 +381,44 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     }
 }
 
-// One kernel per mode: sw_dpx_{pairs,tiles}_{linear,affine}[_reach]. A module is compiled for one gap
-// model (DPX_AFFINE) and one DPX_ROWS, so that each compilation builds only the kernels a job runs.
-#define DPX_KERNEL(NAME, AFFINE, PRODUCT, REACH)                                                           \
+// One kernel per mode: sw_dpx_{pairs,tiles}_{linear,affine}[_reach][_rounds]. A module is compiled for one
+// gap model (DPX_AFFINE) and one DPX_ROWS, so that each compilation builds only the kernels a job runs.
+// _rounds: x longer than one round of a group (G R rows). Without it the kernel has no boundary row:
+// none of its loads, stores and 64-bit addresses in the step loop (SASS of the R = 16 linear tiles:
+// 20 bookkeeping instructions of 287 in the 4-step body, 4 LDG and 4 STG among them).
+#define DPX_KERNEL(NAME, AFFINE, PRODUCT, REACH, ROUNDS)                                                   \
     extern "C" __global__ void __launch_bounds__(256, 2)                                                   \
         NAME(const unsigned char *codes, const long long *x_start, const int *x_len, long long x_count,   \
              const long long *y_start, const int *y_len, int rounds, int group, int c1, int c2,            \
              int gap_open, int gap_extend, int bias, int reach_z, long long bound_row,                     \
              unsigned int *boundary, int *out, long long out_stride) {                                     \
-        dpx_tile_body<AFFINE, PRODUCT, REACH>(codes, x_start, x_len, x_count, y_start, y_len, rounds,      \
-                                              group, c1, c2, gap_open, gap_extend, bias, reach_z,          \
-                                              bound_row, boundary, out, out_stride);                       \
+        dpx_tile_body<AFFINE, PRODUCT, REACH, ROUNDS>(codes, x_start, x_len, x_count, y_start, y_len,       \
+                                                      ROUNDS ? rounds : 1, group, c1, c2, gap_open,         \
+                                                      gap_extend, bias, reach_z, bound_row, boundary, out,  \
+                                                      out_stride);                                           \
     }
 
 #ifndef DPX_AFFINE
 #define DPX_AFFINE 0
 #endif
 #if DPX_AFFINE
-DPX_KERNEL(sw_dpx_pairs_affine, true, false, false)
-DPX_KERNEL(sw_dpx_pairs_affine_reach, true, false, true)
-DPX_KERNEL(sw_dpx_tiles_affine, true, true, false)
-DPX_KERNEL(sw_dpx_tiles_affine_reach, true, true, true)
+DPX_KERNEL(sw_dpx_pairs_affine, true, false, false, false)
+DPX_KERNEL(sw_dpx_pairs_affine_reach, true, false, true, false)
+DPX_KERNEL(sw_dpx_tiles_affine, true, true, false, false)
+DPX_KERNEL(sw_dpx_tiles_affine_reach, true, true, true, false)
+DPX_KERNEL(sw_dpx_pairs_affine_rounds, true, false, false, true)
+DPX_KERNEL(sw_dpx_pairs_affine_reach_rounds, true, false, true, true)
+DPX_KERNEL(sw_dpx_tiles_affine_rounds, true, true, false, true)
+DPX_KERNEL(sw_dpx_tiles_affine_reach_rounds, true, true, true, true)
 #else
-DPX_KERNEL(sw_dpx_pairs_linear, false, false, false)
-DPX_KERNEL(sw_dpx_pairs_linear_reach, false, false, true)
-DPX_KERNEL(sw_dpx_tiles_linear, false, true, false)
-DPX_KERNEL(sw_dpx_tiles_linear_reach, false, true, true)
+DPX_KERNEL(sw_dpx_pairs_linear, false, false, false, false)
+DPX_KERNEL(sw_dpx_pairs_linear_reach, false, false, true, false)
+DPX_KERNEL(sw_dpx_tiles_linear, false, true, false, false)
+DPX_KERNEL(sw_dpx_tiles_linear_reach, false, true, true, false)
+DPX_KERNEL(sw_dpx_pairs_linear_rounds, false, false, false, true)
+DPX_KERNEL(sw_dpx_pairs_linear_reach_rounds, false, false, true, true)
+DPX_KERNEL(sw_dpx_tiles_linear_rounds, false, true, false, true)
+DPX_KERNEL(sw_dpx_tiles_linear_reach_rounds, false, true, true, true)
 #endif
 
 // --------------------------------------------------------------------------------------------
