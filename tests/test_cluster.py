@@ -205,7 +205,8 @@ def test_a_cluster_started_ahead_runs_the_job_it_was_started_for(tmp_path, monke
 def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(monkeypatch, fails):
     """``prepare`` runs on the start thread after the cluster is up, and the job gets its client
     without waiting for it (here prepare waits for the job to hold the client); what it raises is
-    dropped (the job meets the same error itself)."""
+    dropped (the job meets the same error itself). ``wait_prepared`` returns once prepare has ended (a
+    thread that waits on it notes when), and at once for a connection not started ahead."""
     import contextlib
     import threading
 
@@ -229,12 +230,16 @@ def test_a_cluster_started_ahead_runs_its_prepare_on_the_start_thread_once_up(mo
 
     monkeypatch.setattr(cluster_module, "connect", fake_connect)
     connection = cluster_module.Connection("cuda", ahead=True, prepare=prepare)
+    waiter = threading.Thread(target=lambda: (connection.wait_prepared(), events.append(("waited",))))
+    waiter.start()
     with connection as client:
         assert client == "the client"
         job_has_client.set()
         assert prepared.wait(60)
-        assert events == [("up", "seqsift-cluster-start"), ("prepare", "seqsift-cluster-start")]
+        waiter.join(60)
+        assert events == [("up", "seqsift-cluster-start"), ("prepare", "seqsift-cluster-start"), ("waited",)]
     assert events[-1] == ("down", threading.current_thread().name)
+    cluster_module.Connection("cpu").wait_prepared()   # not started ahead: nothing to wait for
 
 
 @pytest.mark.parametrize("problem", ["missing reference", "pattern longer than every record", "output locked"])
@@ -265,3 +270,18 @@ def test_a_job_that_fails_before_it_runs_shuts_down_the_cluster_started_for_it(t
     expected = [] if problem == "output locked" else [{"thread": "seqsift-cluster-start", "closed": True}]
     assert started == expected
     assert not output.exists()
+
+
+def test_a_jobs_writer_imports_wait_for_what_the_cluster_readies_ahead(monkeypatch):
+    """JobRun's import thread (pandas, pyarrow) first waits for the cluster started ahead to ready the
+    device (JobClient.ahead_prepared), so that the two imports do not take turns at the GIL on the way
+    to the first kernel; without a cluster started ahead it waits for nothing."""
+    from seqsift.runtime import clients
+    from seqsift.runtime import run as run_module
+
+    order = []
+    monkeypatch.setattr(run_module.importlib, "import_module", order.append)
+    run_module._import_all(("pandas", "pyarrow"), lambda: order.append("device ready"))
+    assert order == ["device ready", "pandas", "pyarrow"]
+    job_client = clients.JobClient()
+    assert job_client.ahead_prepared()() is None   # nothing started ahead (a CPU job)

@@ -223,7 +223,8 @@ class Connection:
     cluster is in this process, so this process is its worker's); the job
     gets its client meanwhile, without waiting for it. What it raises is
     dropped: it may only do early what the job does anyway, and the job
-    meets the same error where it can report it.
+    meets the same error where it can report it. ``wait_prepared()`` returns
+    once it has ended (at once without it).
     """
 
     def __init__(self, backend: str, *, ahead: bool = False, prepare: Callable[[], None] | None = None,
@@ -235,23 +236,33 @@ class Connection:
         self._thread = None
         self._prepare = prepare
         self._up = threading.Event()  # set once the client is made (or failed)
+        self._prepared = threading.Event()  # set once prepare has ended (or there is none to run)
         if ahead:
             self._thread = threading.Thread(target=self._start, name="seqsift-cluster-start", daemon=True)
             self._thread.start()
+        else:
+            self._prepared.set()
 
     def _start(self) -> None:
         try:
-            self._client = self._context.__enter__()
-        except BaseException as err:  # raised in the job's thread when it asks for the client
-            self._error = err
-            return
-        finally:
-            self._up.set()
-        if self._prepare is not None:
             try:
-                self._prepare()
-            except Exception:
-                pass
+                self._client = self._context.__enter__()
+            except BaseException as err:  # raised in the job's thread when it asks for the client
+                self._error = err
+                return
+            finally:
+                self._up.set()
+            if self._prepare is not None:
+                try:
+                    self._prepare()
+                except Exception:
+                    pass
+        finally:
+            self._prepared.set()
+
+    def wait_prepared(self) -> None:
+        """Return once the start thread's ``prepare`` has ended (at once where there is none)."""
+        self._prepared.wait()
 
     def __enter__(self) -> "Client":
         self._entered = True

@@ -90,6 +90,11 @@ class JobClient:
         if ahead is not None:
             self._ahead = Connection(ahead, ahead=True, prepare=prepare, **self.options)
 
+    def ahead_prepared(self) -> Callable[[], None]:
+        """A function that returns once the cluster started ahead has run its ``prepare`` (at once
+        without one): what a job's own imports wait for (JobRun.run)."""
+        return self._ahead.wait_prepared if self._ahead is not None else lambda: None
+
     def discard(self) -> None:
         """Shut down a cluster started ahead that no job ran on."""
         if self._ahead is not None:

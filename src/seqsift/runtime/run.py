@@ -48,7 +48,7 @@ import numbers
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..cluster import as_completed
 from ..errors import InputError, note
@@ -65,7 +65,9 @@ if TYPE_CHECKING:  # pandas and pyarrow load when a job runs, not with the comma
 WRITER_IMPORTS = ("pandas", "pyarrow")
 """What a job's writer and collector import: about half a second of a fresh process. They are imported on
 a thread of their own from the start of :meth:`JobRun.run`, beside the job's first tasks, and the writer
-is made once they are in. Only the main thread gets Ctrl-C's KeyboardInterrupt: one that lands inside a
+is made once they are in. Where a one-GPU cluster was started ahead they wait for its ``prepare`` (CuPy's
+import and the CUDA context): two threads of imports only take turns at the GIL, and the device's is on
+the way to the first kernel, the writer's is not. Only the main thread gets Ctrl-C's KeyboardInterrupt: one that lands inside a
 big import while the job's other threads import the same modules can leave a module lock held, and the
 job hung at its end (seen in the command-line tests once the writer came after the submit)."""
 
@@ -114,8 +116,8 @@ class JobRun:
         work was cut (the plan's notes)."""
         from .store import TaskStore
 
-        imports = threading.Thread(target=_import_all, args=(WRITER_IMPORTS,), name="seqsift-imports",
-                                   daemon=True)
+        imports = threading.Thread(target=_import_all, args=(WRITER_IMPORTS, self.client.ahead_prepared()),
+                                   name="seqsift-imports", daemon=True)
         imports.start()
         writer = None
 
@@ -161,8 +163,10 @@ class JobRun:
         return {key: saved.get(key) if value is None else value for key, value in requested.items()}
 
 
-def _import_all(names: tuple[str, ...]) -> None:
-    """Import ``names``; a failure is left for the import that needs the module to meet and report."""
+def _import_all(names: tuple[str, ...], after: Callable[[], None]) -> None:
+    """Import ``names`` once ``after()`` returns; a failure is left for the import that needs the module
+    to meet and report."""
+    after()
     for name in names:
         try:
             importlib.import_module(name)
