@@ -51,7 +51,8 @@
 //              Fc = max(Fc - E, A_up)          VIADDMNMX
 //              Z  = max(P, Ec, Fc)             VIMNMX3
 //     Y = Z - c2 (the cell as the next diagonal), best = max(best, Z).
-//   Per cell pair: PRMT + 2 DPX + 2 subtractions (linear) or PRMT + 4 DPX + 2 subtractions (affine),
+//   Per cell pair (PAIRS; PRODUCT, below, has no PRMT and one subtraction): PRMT + 2 DPX + 2
+//   subtractions (linear) or PRMT + 4 DPX + 2 subtractions (affine),
 //   and a VIMNMX3 per two cells for the running maximum. E and F never fall below -O, so Ec - E and
 //   every stored lane stay >= 0; the one addition that can wrap is Y_diag + s''.
 // * Saturation: the first cell whose Z exceeds 32767 - c1 is computed exactly (its inputs are below
@@ -384,8 +385,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 // One kernel per mode: sw_dpx_{pairs,tiles}_{linear,affine}[_reach][_rounds]. A module is compiled for one
 // gap model (DPX_AFFINE) and one DPX_ROWS, so that each compilation builds only the kernels a job runs.
 // _rounds: x longer than one round of a group (G R rows). Without it the kernel has no boundary row:
-// none of its loads, stores and 64-bit addresses in the step loop (SASS of the R = 16 linear tiles:
-// 20 bookkeeping instructions of 287 in the 4-step body, 4 LDG and 4 STG among them).
+// none of its loads, stores and 64-bit addresses in the step loop (SASS of the R = 16 linear tiles'
+// 4-step body: 267 instructions, where the one kernel for both had 287, 4 LDG and 4 STG among them).
 #define DPX_KERNEL(NAME, AFFINE, PRODUCT, REACH, ROUNDS)                                                   \
     extern "C" __global__ void __launch_bounds__(256, 2)                                                   \
         NAME(const unsigned char *codes, const long long *x_start, const int *x_len, long long x_count,   \
