@@ -170,11 +170,22 @@ def test_rows_wait_on_disk_under_a_small_budget_and_the_output_is_the_same(job, 
         spilled.append(name)
         return real_write(self, name, rows)
 
+    real_as_completed = runtime_run.as_completed
+
+    def last_first(client, futures):
+        """Every result handed over in reverse order of submission, once all are in: each task but the
+        last arrives before its turn, whatever order the workers finished them in."""
+        submitted = list(futures)
+        for _ in real_as_completed(client, submitted):
+            pass
+        return iter(reversed(submitted))
+
     monkeypatch.setattr(SpillFolder, "write", write)
     monkeypatch.setattr(runtime_run, "SPILL_ROWS", 1)
+    monkeypatch.setattr(runtime_run, "as_completed", last_first)
     got = run_job(job, inputs, client)
     if job == "screen":  # unordered: each unit goes to the collector as it completes, nothing waits
         assert spilled == []
-    else:
+    else:   # ordered: all but the last task's rows waited, past the budget of 1 row, on disk
         assert spilled, "tasks that finished before their turn should have waited on disk"
     pd.testing.assert_frame_equal(got, expected)
