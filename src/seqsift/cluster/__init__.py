@@ -236,33 +236,28 @@ class Connection:
         self._thread = None
         self._prepare = prepare
         self._up = threading.Event()  # set once the client is made (or failed)
-        self._prepared = threading.Event()  # set once prepare has ended (or there is none to run)
         if ahead:
             self._thread = threading.Thread(target=self._start, name="seqsift-cluster-start", daemon=True)
             self._thread.start()
-        else:
-            self._prepared.set()
 
     def _start(self) -> None:
         try:
-            try:
-                self._client = self._context.__enter__()
-            except BaseException as err:  # raised in the job's thread when it asks for the client
-                self._error = err
-                return
-            finally:
-                self._up.set()
-            if self._prepare is not None:
-                try:
-                    self._prepare()
-                except Exception:
-                    pass
+            self._client = self._context.__enter__()
+        except BaseException as err:  # raised in the job's thread when it asks for the client
+            self._error = err
+            return
         finally:
-            self._prepared.set()
+            self._up.set()
+        if self._prepare is not None:
+            try:
+                self._prepare()
+            except Exception:
+                pass
 
     def wait_prepared(self) -> None:
-        """Return once the start thread's ``prepare`` has ended (at once where there is none)."""
-        self._prepared.wait()
+        """Return once the start thread's ``prepare`` has ended, its last step (at once where there is none)."""
+        if self._thread is not None:
+            self._thread.join()
 
     def __enter__(self) -> "Client":
         self._entered = True
