@@ -402,24 +402,20 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #ifndef DPX_AFFINE
 #define DPX_AFFINE 0
 #endif
+// The four modes of a gap model (GAP: linear or affine), one-round (SUFFIX empty) or _rounds. The one-round
+// kernels come first: NVVM's code for a kernel can depend on the order they are instantiated in.
+#define DPX_MODE_KERNELS(GAP, AFFINE, SUFFIX, ROUNDS)                                                      \
+    DPX_KERNEL(sw_dpx_pairs_##GAP##SUFFIX, AFFINE, false, false, ROUNDS)                                   \
+    DPX_KERNEL(sw_dpx_pairs_##GAP##_reach##SUFFIX, AFFINE, false, true, ROUNDS)                            \
+    DPX_KERNEL(sw_dpx_tiles_##GAP##SUFFIX, AFFINE, true, false, ROUNDS)                                    \
+    DPX_KERNEL(sw_dpx_tiles_##GAP##_reach##SUFFIX, AFFINE, true, true, ROUNDS)
+
 #if DPX_AFFINE
-DPX_KERNEL(sw_dpx_pairs_affine, true, false, false, false)
-DPX_KERNEL(sw_dpx_pairs_affine_reach, true, false, true, false)
-DPX_KERNEL(sw_dpx_tiles_affine, true, true, false, false)
-DPX_KERNEL(sw_dpx_tiles_affine_reach, true, true, true, false)
-DPX_KERNEL(sw_dpx_pairs_affine_rounds, true, false, false, true)
-DPX_KERNEL(sw_dpx_pairs_affine_reach_rounds, true, false, true, true)
-DPX_KERNEL(sw_dpx_tiles_affine_rounds, true, true, false, true)
-DPX_KERNEL(sw_dpx_tiles_affine_reach_rounds, true, true, true, true)
+DPX_MODE_KERNELS(affine, true, , false)
+DPX_MODE_KERNELS(affine, true, _rounds, true)
 #else
-DPX_KERNEL(sw_dpx_pairs_linear, false, false, false, false)
-DPX_KERNEL(sw_dpx_pairs_linear_reach, false, false, true, false)
-DPX_KERNEL(sw_dpx_tiles_linear, false, true, false, false)
-DPX_KERNEL(sw_dpx_tiles_linear_reach, false, true, true, false)
-DPX_KERNEL(sw_dpx_pairs_linear_rounds, false, false, false, true)
-DPX_KERNEL(sw_dpx_pairs_linear_reach_rounds, false, false, true, true)
-DPX_KERNEL(sw_dpx_tiles_linear_rounds, false, true, false, true)
-DPX_KERNEL(sw_dpx_tiles_linear_reach_rounds, false, true, true, true)
+DPX_MODE_KERNELS(linear, false, , false)
+DPX_MODE_KERNELS(linear, false, _rounds, true)
 #endif
 
 // --------------------------------------------------------------------------------------------
