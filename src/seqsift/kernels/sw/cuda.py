@@ -204,12 +204,6 @@ DPX_THREADS = 256
 DPX_GAP = 64            # dpx.cu: N codes a PAIRS row has before its start and past the longest row
 DPX_BOUND_PAD = 80      # dpx.cu: boundary row columns beyond n
 DPX_TABLE_WORDS = 32 + 1024 + 8   # dpx.cu: DPX_LEAD + DPX_CHUNK + DPX_TAIL, the PRODUCT table in shared memory
-
-
-def dpx_tile_shared_bytes(rows: int) -> int:
-    """Shared memory of a PRODUCT block of dpx.cu: its table, then each thread's score profile (5 target
-    codes x ceil(R / 4) loads of 16 bytes). 104 KB at R = 20: two blocks still fit an SM (228 KB)."""
-    return 4 * DPX_TABLE_WORDS + 5 * -(-rows // 4) * DPX_THREADS * 16
 DPX_MAX_ROWS = {(False, False): 20, (True, False): 16, (False, True): 20, (True, True): 20}
 """The most rows per thread (DPX_ROWS) per (gap model affine, all-vs-all tiles): beyond, ptxas spills at 128
 registers (2 blocks per SM). The affine tiles keep no selector per row (their scores come from a profile
@@ -218,6 +212,12 @@ DPX_BOUNDARY_BYTES = 2 << 30
 """At most this much device memory for the rounds' boundary rows of one launch (PRODUCT launches are split
 along y to stay under it; run 1 of round 2 split a 256 x 128 tile of two rounds into launches of 60 blocks
 at 512 MB, half the speed of the same rounds as pairs)."""
+
+
+def dpx_tile_shared_bytes(rows: int) -> int:
+    """Shared memory of a PRODUCT block of dpx.cu: its table, then each thread's score profile (5 target
+    codes x ceil(R / 4) loads of 16 bytes). 104 KB at R = 20: two blocks still fit an SM (228 KB)."""
+    return 4 * DPX_TABLE_WORDS + 5 * -(-rows // 4) * DPX_THREADS * 16
 
 
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
