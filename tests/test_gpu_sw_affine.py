@@ -167,6 +167,70 @@ def test_tiles_equal_the_cpu_path_for_every_scoring(scoring):
             assert np.array_equal(tile, expected), (rows, group)
 
 
+def tiles_and_lists(affine: bool, scoring, seed: int = 3):
+    """sw-dpx(-affine) on a buffer of 21 x (up to 150 nt, several with a mutated copy in a target) and 5 targets
+    of up to 700 nt: (tile scores, tile flags at the median, diagonal as a list of pairs), against sw-gotoh
+    on the CPU."""
+    rng = np.random.default_rng(seed)
+    x, _ = random_pairs(rng, 21, 150, 1)
+    _, y = random_pairs(rng, 5, 1, 700)
+    for p in range(5):
+        at = int(rng.integers(0, 700 - 150 + 1))
+        y[p, at:at + 150] = np.where(rng.random(150) < 0.1, rng.integers(0, 4, 150), x[p])
+    codes, starts, lengths = buffer_of(x, y)
+    xi, yi = np.arange(21), 21 + np.arange(5)
+    expected = sw.buffer_scores("sw-gotoh", "cpu", codes.get(), starts[xi], lengths[xi], starts[yi], lengths[yi],
+                                scoring, product=True)
+    name = "sw-dpx-affine" if affine else "sw-dpx"
+    threshold = max(1, int(np.median(expected)))
+    args = (codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring)
+    tile = sw.buffer_scores(name, "cuda", *args, product=True)
+    flags = sw.buffer_scores(name, "cuda", *args, product=True, threshold=threshold)
+    listed = sw.buffer_scores(name, "cuda", codes, starts[xi[:5]], lengths[xi[:5]], starts[yi], lengths[yi], scoring,
+                              product=False)
+    assert np.array_equal(tile, expected), np.argwhere(tile != expected)[:5]
+    assert np.array_equal(flags, expected >= threshold)
+    assert np.array_equal(listed, np.diag(expected[:5]))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_lanes_without_dpx_instructions_score_alike(affine, monkeypatch):
+    """On GPUs before Hopper, dpx.cu's lanes are CUDA's SIMD intrinsics (__vadd2, __vmaxs2), not DPX
+    instructions; DPX_EMULATE takes that path here: tiles, flags, lists of pairs and saturating lanes
+    (rescored) equal the CPU path."""
+    from seqsift.kernels import cuda as kernels_cuda
+
+    real_load, emulated = kernels_cuda.load_module, []
+
+    def load_emulated(name, **defines):
+        if name == "sw/dpx.cu":
+            defines["DPX_EMULATE"] = 1
+            emulated.append(defines)
+        return real_load(name, **defines)
+
+    monkeypatch.setattr(kernels_cuda, "load_module", load_emulated)
+    tiles_and_lists(affine, sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1))
+    scoring = sw.Scoring(100, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(100, 3, 2)
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, (4, 400)).astype(np.uint8)
+    y = np.full((4, 420), 4, np.uint8)
+    for p, length in enumerate((300, 327, 330, 400)):
+        y[p, 10:10 + length] = x[p, :length]
+    expected = sw.gotoh_cpu(x, y, scoring)
+    assert expected.max() > 32767
+    assert np.array_equal(sw.pair_scores("sw-dpx-affine" if affine else "sw-dpx", "cuda", x, y, scoring), expected)
+    assert emulated
+
+
+@pytest.mark.parametrize("limit", [101_376, 65_536])
+def test_tiles_fit_a_device_with_less_shared_memory(limit, monkeypatch):
+    """On a GPU whose blocks take less shared memory than the tiles' usual profile (99 KB: the A10, L4 and
+    RTX cards; 64 KB: the T4), 150-nt queries run with fewer rows per thread (R = 10 or 5, not 19), alike."""
+    monkeypatch.setattr(sw_cuda, "_device_tile_rows", lambda device: sw_cuda.dpx_max_tile_rows(limit))
+    for affine in (False, True):
+        tiles_and_lists(affine, sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1))
+
+
 @pytest.mark.parametrize("name", ["sw-bpbc", "sw-wordwise", "sw-gotoh"])
 def test_kernels_without_a_buffer_kernel_gather_on_the_device(name):
     rng = np.random.default_rng(11)

@@ -341,3 +341,20 @@ def test_auto_picks_the_measured_fastest_per_length_bucket(monkeypatch):
     assert sw.choose_sw_algorithm("cpu", "auto", affine, 12, 40) == "sw-gotoh"
     monkeypatch.setattr(planner, "measurements", lambda backend: ((), "no table"))
     assert sw.choose_sw_algorithm("cpu", "auto", affine, 12, 40) == sw.DEFAULT_SW_ALGORITHM[("cpu", True)]
+
+
+@pytest.mark.parametrize("limit,rows", [(232_448, 44), (166_912, 28), (101_376, 16), (98_304, 16), (65_536, 8),
+                                        (49_152, 8)])
+def test_tile_rows_fit_the_devices_shared_memory(limit, rows):
+    """The tiles' rows per thread fit a block's opt-in shared memory (H100 227 KB, A100 163 KB, the sm_86 and
+    sm_89 cards such as the A10 and L4 99 KB, V100 96 KB, T4 64 KB, 48 KB without opt-in): the largest multiple
+    of 4 whose table and profiles fit, and the geometry keeps under it (150-nt reads took R = 19, 106.6 KB)."""
+    from seqsift.kernels.sw import cuda as sw_cuda
+
+    assert sw_cuda.dpx_max_tile_rows(limit) == rows
+    assert sw_cuda.dpx_tile_shared_bytes(rows) <= limit < sw_cuda.dpx_tile_shared_bytes(rows + 4)
+    for m in (1, 100, 128, 150, 300, 1000):
+        for affine in (False, True):
+            r, group, rounds = sw_cuda.dpx_geometry(m, affine=affine, product=True, max_rows=rows)
+            assert r <= rows and r * group * rounds >= m
+            assert sw_cuda.dpx_tile_shared_bytes(r) <= limit

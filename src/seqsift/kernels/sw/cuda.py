@@ -5,6 +5,8 @@ the paper's Table IV does.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import (GPU_SCORE_WIDTHS, SHARED_LIMIT, SW_MAX_WARPS, SW_RING, THREADS, Scoring, _constants, _linear_only,
@@ -220,22 +222,39 @@ def dpx_tile_shared_bytes(rows: int) -> int:
     return 4 * DPX_TABLE_WORDS + 5 * -(-rows // 4) * DPX_THREADS * 16
 
 
+def dpx_max_tile_rows(shared_per_block: int) -> int:
+    """The most rows per thread R whose PRODUCT block fits ``shared_per_block`` bytes of shared memory (a
+    multiple of 4: the profile is loaded 4 rows at a time). The device's opt-in limit: 227 KB on Hopper
+    (R = 44, past DPX_MAX_ROWS), 163 KB on the A100, 99 KB on sm_86 and sm_89 (the A10, L4 and RTX cards:
+    R = 16), 64 KB on the T4 (R = 8)."""
+    return 4 * ((shared_per_block - 4 * DPX_TABLE_WORDS) // (5 * DPX_THREADS * 16))
+
+
+@functools.lru_cache(maxsize=None)
+def _device_tile_rows(device_id: int) -> int:
+    """dpx_max_tile_rows of CUDA device ``device_id``."""
+    import cupy
+
+    return dpx_max_tile_rows(int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"]))
+
+
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
-                 affine: bool = False, product: bool = False) -> tuple[int, int, int]:
+                 affine: bool = False, product: bool = False, max_rows: int | None = None) -> tuple[int, int, int]:
     """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x sequences of up to m rows.
 
     Unless given: the fewest rounds (each round after the first passes its top row through global
     memory and runs the target again), then the (R, G) that computes the fewest rows, weighed by the
     per-step work that R rows share (a shuffle, a table read, the loop): rounds G R (1 + 6 / R), with
-    R <= DPX_MAX_ROWS. 128 rows: R = 16 x G = 8 (run 1 of round 2, 128 x 8,192 linear: 6.45e12
-    cells/s, against 5.94e12 for 8 x 16 and 2.27e12 for 16 x 4 in two rounds); 150: 19 x 8; 512: 16 x 32.
+    R <= DPX_MAX_ROWS and R <= ``max_rows`` (the device's :func:`dpx_max_tile_rows` for PRODUCT). 128 rows:
+    R = 16 x G = 8 (run 1 of round 2, 128 x 8,192 linear: 6.45e12 cells/s, against 5.94e12 for 8 x 16 and
+    2.27e12 for 16 x 4 in two rounds); 150: 19 x 8; 512: 16 x 32.
     """
     m = max(1, int(m))
     if rows and group:
         return rows, group, -(-m // (rows * group))
     best = None
     for g in ((group,) if group else (4, 8, 16, 32)):
-        for r in ((rows,) if rows else range(4, DPX_MAX_ROWS[affine, product] + 1)):
+        for r in ((rows,) if rows else range(4, min(DPX_MAX_ROWS[affine, product], max_rows or 1 << 30) + 1)):
             rounds = -(-m // (g * r))
             key = (rounds, rounds * g * r * (1 + 6 / r))
             if best is None or key < best[0]:
@@ -311,7 +330,8 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     out = cupy.zeros((x_count, y_count) if product else (x_count,), dtype=cupy.int32)
     if x_count == 0 or y_count == 0 or m == 0 or n == 0:
         return out
-    rows, group, rounds = dpx_geometry(m, rows, group, affine, product)
+    max_rows = _device_tile_rows(cupy.cuda.Device().id) if product else None
+    rows, group, rounds = dpx_geometry(m, rows, group, affine, product, max_rows)
     z = 0 if threshold is None else reach_z(scoring, threshold)
     if z is None:
         raise ValueError(f"threshold {threshold} cannot be flagged in 16-bit lanes with {scoring.describe()}")

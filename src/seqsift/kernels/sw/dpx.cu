@@ -64,7 +64,7 @@
 // Codes (seqsift.alphabet): A0 C1 G2 T3, 4 for N and anything else; x is the shorter sequence of a
 // pair (the rows), y the longer (the columns); see "The launch" below for where they are read.
 // Plain C types only: NVRTC (CuPy) compiles this file without the C++ standard headers; plain nvcc
-// compiles it too (nvcc -arch=sm_90 -c dpx.cu).
+// compiles it too (nvcc -arch=sm_90 -c dpx.cu), for any GPU (see "The lane arithmetic").
 
 typedef unsigned int u32;
 
@@ -73,7 +73,14 @@ typedef unsigned int u32;
 #endif
 #define DPX_FULL 0xffffffffu
 
-// max(a + b, c) per signed 16-bit lane (VIADDMNMX; __viaddmax_s16x2).
+// The lane arithmetic. Hopper (sm_90) has it in hardware: the PTX add.s16x2 and max.s16x2 below, which
+// ptxas fuses into DPX instructions. PTX has no 16-bit-lane add or max before sm_90 (A100, A10, L4, T4,
+// RTX cards), so there each lane is computed apart in 32-bit integers, the same wrapping add and signed
+// max (a handful of instructions where DPX takes one): the kernels run, and score alike, on any GPU.
+// DPX_EMULATE takes that path on Hopper too, so that the GPU tests run it. (CUDA's __vadd2 and __vmaxs2
+// would not do for the tests: on sm_90 they compile to the same 16x2 instructions.)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(DPX_EMULATE)
+// max(a + b, c) per signed 16-bit lane, a + b wrapping (VIADDMNMX; __viaddmax_s16x2).
 __device__ __forceinline__ u32 dpx_addmax(u32 a, u32 b, u32 c) {
     u32 d;
     asm("{.reg .b32 t;\n\tadd.s16x2 t, %1, %2;\n\tmax.s16x2 %0, t, %3;}" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -92,6 +99,18 @@ __device__ __forceinline__ u32 dpx_max(u32 a, u32 b) {
     asm("max.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 }
+#else
+// Each 16-bit lane apart: a + b wrapping, and max as signed 16-bit numbers (the high lane's sign comes
+// with the arithmetic shift, the low lane's with the cast to short).
+__device__ __forceinline__ u32 lanes_add(u32 a, u32 b) { return ((a + b) & 0xffffu) | (((a >> 16) + (b >> 16)) << 16); }
+__device__ __forceinline__ u32 dpx_max(u32 a, u32 b) {
+    const int low = max((int)(short)(a & 0xffffu), (int)(short)(b & 0xffffu));
+    const int high = max((int)a >> 16, (int)b >> 16);
+    return ((u32)low & 0xffffu) | ((u32)high << 16);
+}
+__device__ __forceinline__ u32 dpx_addmax(u32 a, u32 b, u32 c) { return dpx_max(lanes_add(a, b), c); }
+__device__ __forceinline__ u32 dpx_max3(u32 a, u32 b, u32 c) { return dpx_max(dpx_max(a, b), c); }
+#endif
 
 // PRMT in its default mode: a selector nibble >= 8 replicates the sign of the byte it names
 // (__byte_perm masks those bits away, so it is written in PTX).
