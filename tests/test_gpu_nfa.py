@@ -110,6 +110,28 @@ def test_longest_rows_and_rows_past_the_block():
     assert len(hits) > 0
 
 
+@pytest.mark.parametrize("limit,to_myers", [(101_376, 1), (65_536, 2)])
+def test_rows_past_a_smaller_devices_shared_memory_go_to_myers(limit, to_myers, monkeypatch):
+    """On a GPU that gives a block less shared memory (99 KB: the A10, L4 and RTX cards; 64 KB: the T4),
+    the rows whose NFA block would not fit (8,192 nt, and 5,000 nt at 64 KB) are searched by edit-myers;
+    the ends are the same."""
+    from seqsift.kernels.nfa import cuda as nfa_gpu
+
+    monkeypatch.setattr(nfa_gpu, "_shared_limit", lambda device: limit)
+    sent, real_myers = [], nfa_gpu.myers_cuda
+
+    def myers(text, batch, *args):
+        sent.append(batch.rows)
+        return real_myers(text, batch, *args)
+
+    monkeypatch.setattr(nfa_gpu, "myers_cuda", myers)
+    rng = random.Random(31)
+    patterns = [random_dna(rng, m) for m in (1_000, 5_000, 8_192)]
+    text = "".join(random_dna(rng, 300) + mutate(rng, p, rng.randint(0, 12)) for p in patterns)
+    hits = check(encode_text(text + random_dna(rng, 300)), patterns, 10, use_oracle=False)
+    assert len(hits) > 0 and sent == [2 * to_myers]   # both strands of each such pattern
+
+
 def read_genome(path):
     with gzip.open(path, "rt") as handle:
         return "".join(line.strip() for line in handle if not line.startswith(">"))

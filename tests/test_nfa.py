@@ -206,3 +206,18 @@ def test_registered_with_its_limits():
     batch = batch_of([pattern])
     assert hits_set(find_ends("edit-nfa", "cpu", codes, batch, 3, 0, len(codes))) == \
         hits_set(find_ends("edit-myers", "cpu", codes, batch, 3, 0, len(codes)))
+
+
+@pytest.mark.parametrize("limit,largest", [(232_448, 4_096), (101_376, 3_968), (65_536, 2_432)])
+def test_gpu_blocks_fit_the_devices_shared_memory(limit, largest):
+    """Rows whose NFA block would need more shared memory than the device gives one block (Hopper 227 KB;
+    the A10, L4 and RTX cards 99 KB; the T4 64 KB) go to edit-myers, as rows past MAX_WORDS do: the largest
+    row kept on the NFA kernel, by words, and every kept row's block within the limit."""
+    from seqsift.kernels.nfa import cuda as nfa_gpu
+
+    words = np.arange(0, 4_700, dtype=np.int64)
+    row_wpt, threads, fits = nfa_gpu.block_shapes(words, None, limit)
+    assert int(words[fits].max()) == largest
+    assert fits[:largest + 1].all() and not fits[largest + 1:].any()
+    assert (nfa_gpu._shared_bytes(threads[fits], row_wpt[fits]) <= limit).all()
+    assert (threads[fits] <= nfa_gpu.MAX_THREADS).all() and (threads * row_wpt >= words)[fits].all()

@@ -2,10 +2,14 @@
 
     nfa_cuda(text, batch, k, owned_lo, owned_hi) -> EndHits   (kernels/__init__.py call shape)
 
-Rows too long for one thread block (more than ``MAX_WORDS`` state words) go
-to the edit family's Myers search on the GPU.
+Rows too long for one thread block (more than ``MAX_WORDS`` state words, or a
+block needing more shared memory than the device gives one: 4,096 words take
+102 KB, where the A10, L4 and RTX cards give 99 KB and the T4 64 KB) go to the
+edit family's Myers search on the GPU.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -45,9 +49,32 @@ def words_per_thread(words: int) -> int:
     return best[1]
 
 
-def _shared_bytes(threads: int, wpt: int) -> int:
-    """As laid out in nfa.cu: M[5][words], 2 or 4 edge arrays, best[TILE] and code offsets[TILE]."""
-    return 4 * (5 * threads * wpt + (2 if wpt == 1 else 4) * (threads + 2) + 2 * TILE)
+def _shared_bytes(threads, wpt):
+    """As laid out in nfa.cu: M[5][words], 2 or 4 edge arrays, best[TILE] and code offsets[TILE] (ints or
+    arrays of them)."""
+    return 4 * (5 * threads * wpt + np.where(wpt == 1, 2, 4) * (threads + 2) + 2 * TILE)
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_limit(device_id: int) -> int:
+    """The opt-in shared memory of one block on CUDA device ``device_id``."""
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"])
+
+
+def block_shapes(words: np.ndarray, wpt: int | None, shared_limit: int):
+    """(words per thread, threads, fits) per row of ``words`` state words: :func:`words_per_thread` (or
+    ``wpt``), raised so that the row fits one block of MAX_THREADS; fits: within MAX_WORDS, and the
+    block's shared memory within ``shared_limit`` bytes (else the row goes to edit-myers)."""
+    words = np.asarray(words, dtype=np.int64)
+    row_wpt = np.array([wpt or words_per_thread(int(w)) for w in np.minimum(words, MAX_WORDS)], dtype=np.int64)
+    row_wpt = np.maximum(row_wpt, -(-words // MAX_THREADS))
+    row_wpt = np.where(row_wpt > 2, 4, row_wpt)
+    threads = -(-words // row_wpt)
+    threads = -(-threads // 32) * 32
+    fits = (words <= MAX_WORDS) & (_shared_bytes(threads, row_wpt) <= shared_limit)
+    return row_wpt, threads, fits
 
 
 def _resident_blocks(function, threads: int, shared: int) -> int:
@@ -141,18 +168,15 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     lengths = np.asarray(batch.lengths, dtype=np.int64)
     words = _cpu.words_needed(lengths, k)
     parts = []
-    too_long = np.flatnonzero(words > MAX_WORDS)
+    row_wpt, threads, fits = block_shapes(words, wpt, _shared_limit(cupy.cuda.Device().id))
+    too_long = np.flatnonzero(~fits)
     if too_long.size:
         parts.append(_remap(too_long, myers_cuda(text_device, subset_rows(batch, too_long), k, lo, hi)))
-    gpu_rows = np.flatnonzero((lengths > 0) & (words <= MAX_WORDS))
+    gpu_rows = np.flatnonzero((lengths > 0) & fits)
     if gpu_rows.size:
         packed, n_plane = pack_text_device(text_device)
         # Rows sharing (words per thread, threads) run in one launch.
-        row_wpt = np.array([wpt or words_per_thread(int(w)) for w in words[gpu_rows]], dtype=np.int64)
-        row_wpt = np.maximum(row_wpt, -(-words[gpu_rows] // MAX_THREADS))  # fit one block
-        row_wpt = np.where(row_wpt > 2, 4, row_wpt)
-        threads = -(-words[gpu_rows] // row_wpt)
-        threads = -(-threads // 32) * 32
+        row_wpt, threads = row_wpt[gpu_rows], threads[gpu_rows]
         for group_wpt, group_threads in sorted(set(zip(row_wpt.tolist(), threads.tolist()))):
             selected = gpu_rows[(row_wpt == group_wpt) & (threads == group_threads)]
             # The group's compiled rows go to the device once per batch (every chunk task reuses them).
