@@ -115,9 +115,10 @@ def test_rows_past_a_smaller_devices_shared_memory_go_to_myers(limit, to_myers, 
     """On a GPU that gives a block less shared memory (99 KB: the A10, L4 and RTX cards; 64 KB: the T4),
     the rows whose NFA block would not fit (8,192 nt, and 5,000 nt at 64 KB) are searched by edit-myers;
     the ends are the same."""
+    from seqsift.kernels import cuda as kernels_cuda
     from seqsift.kernels.nfa import cuda as nfa_gpu
 
-    monkeypatch.setattr(nfa_gpu, "_shared_limit", lambda device: limit)
+    monkeypatch.setattr(kernels_cuda, "shared_memory_per_block", lambda device: limit)
     sent, real_myers = [], nfa_gpu.myers_cuda
 
     def myers(text, batch, *args):

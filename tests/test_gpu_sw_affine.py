@@ -136,22 +136,29 @@ def test_buffer_kernels_equal_the_cpu_path(affine, shape):
         assert np.array_equal(listed, np.diag(expected[:k, :k]) >= threshold), threshold
 
 
-@pytest.mark.parametrize("scoring", AFFINE + LINEAR + [sw.Scoring(1, 9, 2), sw.Scoring(2, 1, gap_open=200, gap_extend=1)],
-                         ids=lambda s: s.describe())
-def test_tiles_equal_the_cpu_path_for_every_scoring(scoring):
-    """The tiles' score profiles hold s + O in 16-bit lanes (c1 + O and O - c2: negative where O < c2, as
-    for Scoring(3, 5, 2) and Scoring(1, 9, 2), past a byte for O = 200), and their cells keep W = Z - O,
-    not Y: scores and flags equal sw-gotoh's on the CPU for every scoring of the CPU tests."""
-    rng = np.random.default_rng(scoring.match * 100 + scoring.open)
+def tile_case(rng, scoring):
+    """A buffer of 21 x (up to 150 nt) and 5 targets of up to 700 nt, target p holding a mutated copy of
+    x[p]: (codes, starts, lengths, x indices, y indices, sw-gotoh's CPU scores of every x against every y)."""
     x, _ = random_pairs(rng, 21, 150, 1)
     _, y = random_pairs(rng, 5, 1, 700)
-    for p in range(5):   # a mutated copy of x[p] in y[p]
+    for p in range(5):
         at = int(rng.integers(0, 700 - 150 + 1))
         y[p, at:at + 150] = np.where(rng.random(150) < 0.1, rng.integers(0, 4, 150), x[p])
     codes, starts, lengths = buffer_of(x, y)
     xi, yi = np.arange(21), 21 + np.arange(5)
     expected = sw.buffer_scores("sw-gotoh", "cpu", codes.get(), starts[xi], lengths[xi], starts[yi], lengths[yi],
                                 scoring, product=True)
+    return codes, starts, lengths, xi, yi, expected
+
+
+@pytest.mark.parametrize("scoring", AFFINE + LINEAR + [sw.Scoring(1, 9, 2), sw.Scoring(2, 1, gap_open=200, gap_extend=1)],
+                         ids=lambda s: s.describe())
+def test_tiles_equal_the_cpu_path_for_every_scoring(scoring):
+    """The tiles' score profiles hold s + O in 16-bit lanes (c1 + O and O - c2: negative where O < c2, as
+    for Scoring(3, 5, 2) and Scoring(1, 9, 2), past a byte for O = 200), and their cells keep W = Z - O,
+    not Y: scores and flags equal sw-gotoh's on the CPU for every scoring of the CPU tests."""
+    codes, starts, lengths, xi, yi, expected = tile_case(np.random.default_rng(scoring.match * 100 + scoring.open),
+                                                         scoring)
     threshold = max(1, int(np.median(expected)))
     for name in ["sw-dpx-affine"] + ([] if scoring.affine else ["sw-dpx"]):
         got = sw.buffer_scores(name, "cuda", codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring,
@@ -168,19 +175,9 @@ def test_tiles_equal_the_cpu_path_for_every_scoring(scoring):
 
 
 def tiles_and_lists(affine: bool, scoring, seed: int = 3):
-    """sw-dpx(-affine) on a buffer of 21 x (up to 150 nt, several with a mutated copy in a target) and 5 targets
-    of up to 700 nt: (tile scores, tile flags at the median, diagonal as a list of pairs), against sw-gotoh
-    on the CPU."""
-    rng = np.random.default_rng(seed)
-    x, _ = random_pairs(rng, 21, 150, 1)
-    _, y = random_pairs(rng, 5, 1, 700)
-    for p in range(5):
-        at = int(rng.integers(0, 700 - 150 + 1))
-        y[p, at:at + 150] = np.where(rng.random(150) < 0.1, rng.integers(0, 4, 150), x[p])
-    codes, starts, lengths = buffer_of(x, y)
-    xi, yi = np.arange(21), 21 + np.arange(5)
-    expected = sw.buffer_scores("sw-gotoh", "cpu", codes.get(), starts[xi], lengths[xi], starts[yi], lengths[yi],
-                                scoring, product=True)
+    """sw-dpx(-affine) on :func:`tile_case`'s buffer: tile scores, tile flags at the median, and the first
+    5 x against their targets as a list of pairs, against sw-gotoh on the CPU."""
+    codes, starts, lengths, xi, yi, expected = tile_case(np.random.default_rng(seed), scoring)
     name = "sw-dpx-affine" if affine else "sw-dpx"
     threshold = max(1, int(np.median(expected)))
     args = (codes, starts[xi], lengths[xi], starts[yi], lengths[yi], scoring)
@@ -195,7 +192,7 @@ def tiles_and_lists(affine: bool, scoring, seed: int = 3):
 
 @pytest.mark.parametrize("affine", [False, True])
 def test_lanes_without_dpx_instructions_score_alike(affine, monkeypatch):
-    """On GPUs before Hopper, dpx.cu's lanes are CUDA's SIMD intrinsics (__vadd2, __vmaxs2), not DPX
+    """On GPUs before Hopper, dpx.cu computes each 16-bit lane apart in 32-bit integers, not with DPX
     instructions; DPX_EMULATE takes that path here: tiles, flags, lists of pairs and saturating lanes
     (rescored) equal the CPU path."""
     from seqsift.kernels import cuda as kernels_cuda
@@ -226,7 +223,9 @@ def test_lanes_without_dpx_instructions_score_alike(affine, monkeypatch):
 def test_tiles_fit_a_device_with_less_shared_memory(limit, monkeypatch):
     """On a GPU whose blocks take less shared memory than the tiles' usual profile (99 KB: the A10, L4 and
     RTX cards; 64 KB: the T4), 150-nt queries run with fewer rows per thread (R = 10 or 5, not 19), alike."""
-    monkeypatch.setattr(sw_cuda, "_device_tile_rows", lambda device: sw_cuda.dpx_max_tile_rows(limit))
+    from seqsift.kernels import cuda as kernels_cuda
+
+    monkeypatch.setattr(kernels_cuda, "shared_memory_per_block", lambda device: limit)
     for affine in (False, True):
         tiles_and_lists(affine, sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1))
 

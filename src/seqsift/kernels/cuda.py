@@ -3,7 +3,8 @@
 * :func:`gpu_available`: is a CUDA device usable here (never raises);
 * :func:`load_module`: a family's ``.cu`` file as a ``cupy.RawModule``,
   compiled once per process and set of macros (CuPy also caches the binary
-  on disk);
+  on disk); :func:`shared_memory_per_block`: how much shared memory a launch
+  may give one block on a device (GPUs before Hopper give less);
 * :func:`to_device_text`: text codes on the device (no copy for a CuPy array);
 * :func:`upload_and_encode`: raw reference bytes across PCIe from pinned
   buffers, encoded to text codes on the device (``encode/encode.cu``);
@@ -59,6 +60,16 @@ def _module(name: str, device: int, defines: tuple[tuple[str, int], ...]):
     macros = tuple(f"-D{key}={value}" for key, value in defines)
     return cupy.RawModule(code=source, options=("-std=c++17", f"--gpu-architecture=sm_{capability}",
                                                 f"-I{KERNEL_DIR}", *macros))
+
+
+@lru_cache(maxsize=None)
+def shared_memory_per_block(device: int) -> int:
+    """The most shared memory (bytes) one block may use on CUDA device ``device``, once a kernel opts in:
+    227 KB on Hopper, 163 KB on the A100, 99 KB on sm_86 and sm_89 (the A10, L4 and RTX cards), 64 KB
+    on the T4."""
+    import cupy
+
+    return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
 
 
 def load_module(name: str, **defines: int):

@@ -9,8 +9,6 @@ edit family's Myers search on the GPU.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import EndHits
@@ -53,14 +51,6 @@ def _shared_bytes(threads, wpt):
     """As laid out in nfa.cu: M[5][words], 2 or 4 edge arrays, best[TILE] and code offsets[TILE] (ints or
     arrays of them)."""
     return 4 * (5 * threads * wpt + np.where(wpt == 1, 2, 4) * (threads + 2) + 2 * TILE)
-
-
-@functools.lru_cache(maxsize=None)
-def _shared_limit(device_id: int) -> int:
-    """The opt-in shared memory of one block on CUDA device ``device_id``."""
-    import cupy
-
-    return int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"])
 
 
 def block_shapes(words: np.ndarray, wpt: int | None, shared_limit: int):
@@ -158,7 +148,7 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     """
     import cupy
 
-    from ..cuda import to_device_text, uploaded_once
+    from ..cuda import shared_memory_per_block, to_device_text, uploaded_once
 
     text_device = to_device_text(text)
     n = int(text_device.size)
@@ -168,7 +158,7 @@ def nfa_cuda(text, batch, k, owned_lo, owned_hi, *, wpt: int | None = None) -> E
     lengths = np.asarray(batch.lengths, dtype=np.int64)
     words = _cpu.words_needed(lengths, k)
     parts = []
-    row_wpt, threads, fits = block_shapes(words, wpt, _shared_limit(cupy.cuda.Device().id))
+    row_wpt, threads, fits = block_shapes(words, wpt, shared_memory_per_block(cupy.cuda.Device().id))
     too_long = np.flatnonzero(~fits)
     if too_long.size:
         parts.append(_remap(too_long, myers_cuda(text_device, subset_rows(batch, too_long), k, lo, hi)))

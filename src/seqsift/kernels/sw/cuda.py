@@ -5,8 +5,6 @@ the paper's Table IV does.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import (GPU_SCORE_WIDTHS, SHARED_LIMIT, SW_MAX_WARPS, SW_RING, THREADS, Scoring, _constants, _linear_only,
@@ -230,14 +228,6 @@ def dpx_max_tile_rows(shared_per_block: int) -> int:
     return 4 * ((shared_per_block - 4 * DPX_TABLE_WORDS) // (5 * DPX_THREADS * 16))
 
 
-@functools.lru_cache(maxsize=None)
-def _device_tile_rows(device_id: int) -> int:
-    """dpx_max_tile_rows of CUDA device ``device_id``."""
-    import cupy
-
-    return dpx_max_tile_rows(int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"]))
-
-
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
                  affine: bool = False, product: bool = False, max_rows: int | None = None) -> tuple[int, int, int]:
     """(rows per thread R, threads per pair group G, rounds) of dpx.cu for x sequences of up to m rows.
@@ -325,12 +315,12 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     """
     import cupy
 
-    from ..cuda import load_module
+    from ..cuda import load_module, shared_memory_per_block
     x_count, y_count = len(x_start), len(y_start)
     out = cupy.zeros((x_count, y_count) if product else (x_count,), dtype=cupy.int32)
     if x_count == 0 or y_count == 0 or m == 0 or n == 0:
         return out
-    max_rows = _device_tile_rows(cupy.cuda.Device().id) if product else None
+    max_rows = dpx_max_tile_rows(shared_memory_per_block(cupy.cuda.Device().id)) if product else None
     rows, group, rounds = dpx_geometry(m, rows, group, affine, product, max_rows)
     z = 0 if threshold is None else reach_z(scoring, threshold)
     if z is None:
