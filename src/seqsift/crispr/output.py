@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..pattern_set import STRAND_SYMBOLS
-from ..runtime.columns import text_column, text_dtype
+from ..runtime.columns import name_array, text_column, text_dtype
 from ..runtime.output import AtomicFile, FrameCollector, NameColumns, TableWriter, arrow_column, text_bytes
 from .scores import specificity
 
@@ -50,8 +50,8 @@ def site_writer(job, output):
     settings = job.output or SiteOutput()
     record_names, guide_names = job.record_names, job.guides.names
     if output is None:
-        writer = FrameCollector(partial(named, record_names=_large_strings(record_names),
-                                        guide_names=_large_strings(guide_names)), empty_sites)
+        writer = FrameCollector(partial(named, record_names=name_array(record_names),
+                                        guide_names=name_array(guide_names)), empty_sites)
     elif settings.format == "cas-offinder":  # Cas-OFFinder writes each record's whole header line
         pad = "N" * len(job.pam)  # its crRNA column: each guide with N over the PAM
         crrna = [g + pad if job.pam_side == 3 else pad + g for g in job.guides.sequences]
@@ -75,12 +75,6 @@ def significant_digits(values: np.ndarray, digits: int) -> np.ndarray:
     return out
 
 
-def _large_strings(names):
-    import pyarrow as pa
-
-    return pa.array(list(names), type=pa.large_string())
-
-
 def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
     """Index rows -> the output columns with names (the Python API's frame).
 
@@ -93,7 +87,7 @@ def named(rows: pd.DataFrame, record_names, guide_names) -> pd.DataFrame:
 
     out = pd.DataFrame({c: rows[c] for c in COLUMNS if c in rows})
     for column, names in (("guide", guide_names), ("record", record_names), ("strand", STRAND_SYMBOLS)):
-        names = names if isinstance(names, pa.Array) else pa.array(list(names), type=pa.large_string())
+        names = names if isinstance(names, pa.Array) else name_array(names)
         out[column] = text_column(names.take(pa.array(rows[column].to_numpy())))
     return out[COLUMNS].reset_index(drop=True)
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..alphabet import IUPAC_MASKS, pattern_mask_rows, pattern_masks
+from ..io.text_list import TextList
 from ..runtime.columns import arrow_strings, text_column
 from ..runtime.windows import read_chunk, read_packed
 from ..kernels.cuda import task_stream
@@ -86,15 +87,15 @@ class CrisprJob:
         return sum(int(ref.lengths.sum()) for ref in self.references)
 
     @property
-    def record_names(self) -> list[str]:
+    def record_names(self) -> TextList:
         """Every record's name, across the reference files in order (the rows' record numbers)."""
-        return [name for ref in self.references for name in ref.names]
+        return TextList.concatenate(ref.names for ref in self.references)
 
     @property
-    def record_headers(self) -> list[str]:
+    def record_headers(self) -> TextList:
         """Every record's whole header line after '>' where the reference knows it, else its name
         (Cas-OFFinder's chromosome column)."""
-        return [header for ref in self.references for header in (ref.headers or ref.names)]
+        return TextList.concatenate(ref.headers or ref.names for ref in self.references)
 
     def small_enough(self) -> bool:
         """Whether this CPU job's work is below kernels.crispr.small_job's line (Numba's start costs more)."""

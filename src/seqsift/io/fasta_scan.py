@@ -42,6 +42,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from .genome_cache import ReadOnlyFile, read_file_into
+from .text_list import TextList, first_words
 
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
            "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads", "joined_lines",
@@ -84,14 +85,14 @@ class HeaderProblem(Exception):
 class FastaLayout:
     """What a scan learnt: the records' names and ``.fai`` columns (int64 arrays)."""
 
-    names: tuple[str, ...]
+    names: TextList   # a Sequence[str]
     lengths: np.ndarray
     offsets: np.ndarray
     line_bases: np.ndarray
     line_bytes: np.ndarray
     total_bytes: int  # the uncompressed file's size
     header_lines: np.ndarray | None = None  # 1-based line number of each record's header
-    headers: tuple[str, ...] | None = None  # each header line after '>', where any has more than the name
+    headers: TextList | None = None  # each header line after '>', where any has more than the name
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format): :meth:`fai_bytes`, decoded."""
@@ -116,10 +117,9 @@ def table_bytes(names: Sequence[str], columns: list[np.ndarray]) -> bytes:
     wide as its column's widest (one NumPy divmod per decimal place), and the padding dropped by a
     mask; the names' bytes are then merged in front of each row's part by one more mask.
     """
+    names = TextList.of(names)
     count = len(names)
-    joined = np.frombuffer(("\n".join(names) + "\n").encode("utf-8"), np.uint8)
-    name_ends = np.flatnonzero(joined == ord("\n"))
-    name_widths = np.diff(name_ends, prepend=-1) - 1
+    name_widths = np.diff(names.ends, prepend=-1) - 1
     parts, kept = [], []
     for column in columns:
         value = np.asarray(column, dtype=np.int64)
@@ -139,7 +139,7 @@ def table_bytes(names: Sequence[str], columns: list[np.ndarray]) -> bytes:
     # name, numbers, name, numbers, ...: True for a name's bytes, False for the numbers'
     is_name = np.repeat(np.tile(np.array([True, False]), count), np.column_stack((name_widths, number_widths)).ravel())
     out = np.empty(len(is_name), np.uint8)
-    out[is_name] = joined[joined != ord("\n")]
+    out[is_name] = names.packed()[1]
     out[~is_name] = numbers
     return out.tobytes()
 
@@ -559,36 +559,41 @@ _FIRST_WORD = re.compile(r"^[^\S\n]*(\S+)", re.MULTILINE)
 """Each line's first word, as ``line.split()[0]`` finds it (a line of blanks has none)."""
 
 
-def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[list[str], list[str]]:
-    """Each record's name (the header's first word) and its whole header line, decoded as UTF-8.
+def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[TextList, TextList]:
+    """Each record's name (the header's first word) and its whole header line, as TextLists.
 
-    Decoded and split as one text, not line by line: a reference of 10^6
-    records spent a second here in a Python loop. UTF-8 decodes each line
-    alike either way (a line break is never part of a multi-byte sequence).
+    ASCII headers (all of a usual reference's) are never decoded: the names are found on the bytes
+    (:func:`seqsift.io.text_list.first_words`), a reference of 10^6 records holds two texts, not
+    2 x 10^6 strs. Other headers are decoded as UTF-8 and split as one text (a line break is never
+    part of a multi-byte sequence), as ``line.split()[0]`` would split each.
     """
     if not texts:
-        return [], []
+        return TextList.of(()), TextList.of(())
+    joined = b"\n".join(texts)
+    found = first_words(joined)
+    if found is not None:
+        return found
     try:
-        text = b"\n".join(texts).decode("utf-8", errors=header_errors)
+        text = joined.decode("utf-8", errors=header_errors)
     except UnicodeDecodeError:
         raise HeaderProblem("a header that is not UTF-8") from None
     headers = text.split("\n")
     names = _FIRST_WORD.findall(text)
     if len(names) != len(headers):
         raise HeaderProblem("a header without a name")
-    return names, headers
+    return TextList.of(names), TextList.of(headers)
 
 
 def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: str = "strict") -> FastaLayout:
     """The records' .fai columns from the runs of lines; RaggedRecord names the first bad line."""
-    empty = FastaLayout((), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
+    empty = FastaLayout(TextList.of(()), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     if not parts:
         return empty
     length, carriage, newline, header, count = _join_lines(parts)
     run_bytes = length * count
     total_bytes = int(run_bytes.sum())
     names, headers = names_and_headers([part.header_text for part in parts if part.header.any()], header_errors)
-    described = headers != names
+    described = headers.text != names.text
     heads = np.flatnonzero(header)
     if not len(heads):
         empty.total_bytes = total_bytes
@@ -634,8 +639,8 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
         line = int(bad_line.min())
         run = int(np.searchsorted(first_line, line, side="right") - 1)
         raise RaggedRecord(names[int(record_of_run[run])], line + 1)
-    return FastaLayout(names=tuple(names), lengths=record_length.astype(np.int64),
+    return FastaLayout(names=names, lengths=record_length.astype(np.int64),
                        offsets=offsets.astype(np.int64), line_bases=per_line.astype(np.int64),
                        line_bytes=width.astype(np.int64), total_bytes=total_bytes,
                        header_lines=(first_line[heads] + 1).astype(np.int64),
-                       headers=tuple(headers) if described else None)
+                       headers=headers if described else None)

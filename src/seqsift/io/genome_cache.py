@@ -11,7 +11,8 @@ The record table (:func:`encode_table`) is a fixed part, then the four
 ``.fai`` number columns as little-endian int64 arrays, then the names and
 (where any record has a description) the whole header lines, each as one
 UTF-8 text joined by newlines: a table of a million records is written and
-read with a few whole-array calls, never a Python object per number.
+read with a few whole-array calls, never a Python object per number or per
+name (the names stay one text, :class:`~seqsift.io.text_list.TextList`).
 
 The header holds the sizes, the fingerprint of the source it was built from
 and a BLAKE2b digest over the header fields, the record table's CRC-32 and a
@@ -53,6 +54,8 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from .text_list import TextList
 
 __all__ = ["GenomeCache", "CacheWriter", "FileRange", "read_file_into", "source_fingerprint", "build_lock",
            "BUILD_LOG"]
@@ -107,16 +110,18 @@ _TABLE_FIELDS = struct.Struct("<QQQ16s")  # records, bytes of the names' text, o
 
 def encode_table(table: dict) -> bytes:
     """The record table as the file holds it: ``names``, ``kind``, the NUMBER_COLUMNS and,
-    optionally, ``headers`` (each record's whole header line)."""
-    names = "\n".join(table["names"]).encode("utf-8")
-    headers = "\n".join(table["headers"]).encode("utf-8") if table.get("headers") else b""
+    optionally, ``headers`` (each record's whole header line); names and headers are sequences of
+    str (a :class:`~seqsift.io.text_list.TextList`'s text is written as it is)."""
+    names = TextList.of(table["names"]).joined()
+    headers = TextList.of(table["headers"]).joined() if table.get("headers") else b""
     fields = _TABLE_FIELDS.pack(len(table["names"]), len(names), len(headers), table["kind"].encode("ascii"))
     columns = [np.ascontiguousarray(table[column], dtype="<i8").tobytes() for column in NUMBER_COLUMNS]
     return b"".join([fields, *columns, names, headers])
 
 
 def decode_table(raw: bytes) -> dict:
-    """:func:`encode_table`'s bytes as a dict (int64 arrays, tuples of str); ValueError if malformed."""
+    """:func:`encode_table`'s bytes as a dict (int64 arrays; names and headers as TextLists, the
+    latter empty where the records have no descriptions); ValueError if malformed."""
     records, names_bytes, headers_bytes, kind = _TABLE_FIELDS.unpack_from(raw)
     if len(raw) != _TABLE_FIELDS.size + 8 * records * len(NUMBER_COLUMNS) + names_bytes + headers_bytes:
         raise ValueError("the record table's sizes do not add up")
@@ -126,10 +131,10 @@ def decode_table(raw: bytes) -> dict:
         table[column] = np.frombuffer(raw, dtype="<i8", count=records, offset=place).astype(np.int64)
         place += 8 * records
     for key, size in (("names", names_bytes), ("headers", headers_bytes)):
-        lines = raw[place:place + size].decode("utf-8").split("\n") if size else []
+        lines = TextList.of_lines(raw[place:place + size] + b"\n") if size else TextList.of(())
         if size and len(lines) != records:
             raise ValueError(f"the record table holds {len(lines)} {key} for {records} records")
-        table[key] = tuple(lines)
+        table[key] = lines
         place += size
     if records and not table["names"]:
         raise ValueError("the record table has no names")
@@ -227,7 +232,7 @@ class CacheWriter:
         of the types :func:`decode_table` gives, not read back)."""
         raw = encode_table(table)
         table = {**table, **{column: np.asarray(table[column], dtype=np.int64) for column in NUMBER_COLUMNS},
-                 "names": tuple(table["names"]), "headers": tuple(table.get("headers") or ())}
+                 "names": TextList.of(table["names"]), "headers": TextList.of(table.get("headers") or ())}
         payload_bytes = int(table["lengths"].sum())
         os.ftruncate(self.fd, HEADER_BYTES + payload_bytes)
         os.pwrite(self.fd, raw, HEADER_BYTES + payload_bytes)

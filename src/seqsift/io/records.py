@@ -129,7 +129,7 @@ def _fastq_names(buffer: np.ndarray, first: np.ndarray, end: np.ndarray) -> list
                                                 "backslashreplace")
     except fasta_scan.HeaderProblem:
         return None
-    return names
+    return list(names)
 
 
 def _fasta(data: bytes, display: str) -> SequenceRecords:

@@ -70,7 +70,7 @@ import zlib
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterator, Sequence
 
 import numpy as np
 
@@ -79,6 +79,7 @@ from ..cache import REFERENCE_FOLDER, cache_directory
 from ..errors import InputError, note, quote, reading
 from . import decompress, fasta_scan
 from .genome_cache import CacheWriter, GenomeCache, build_lock, source_fingerprint
+from .text_list import TextList
 
 __all__ = ["Reference", "open_reference", "refuse_protein", "cache_directory", "NORMALISED_LINE_WIDTH"]
 
@@ -103,7 +104,8 @@ class Reference:
 
     path:         the file actually read (the user's file, or its cached copy)
     display_name: the file as the user named it, for messages
-    names:        record names, in file order (first word of each header)
+    names:        record names, in file order (first word of each header): a
+                  sequence of str (a TextList: one text, not a str per record)
     lengths:      record lengths in bases, int64
     fai_path:     its .fai index, or None (none could be written; the columns
                   below are all a read needs)
@@ -123,7 +125,7 @@ class Reference:
 
     path: str
     display_name: str
-    names: tuple[str, ...]
+    names: Sequence[str]       # a TextList (seqsift.io.text_list) from a scan or the genome cache
     lengths: np.ndarray
     fai_path: str
     gzi_path: str | None
@@ -134,7 +136,7 @@ class Reference:
     genome_path: str | None = None
     record_starts: np.ndarray | None = None
     genome_identity: tuple | None = None
-    headers: tuple[str, ...] | None = None
+    headers: Sequence[str] | None = None
 
     def __reduce_ex__(self, protocol):
         """With a genome cache, the cache's path and identity: the unpickling process reads the records
@@ -449,12 +451,12 @@ def _from_cache(genome: GenomeCache, source: Path, kind: str, display: str, cach
     indexes = _fresh_index(target, target_kind, cache, check=False) if target_kind != _GZIP else None
     columns = [np.asarray(table[c], dtype=np.int64) for c in ("lengths", "offsets", "line_bases", "line_bytes")]
     return Reference(path=genome.path if target_kind == _GZIP else str(target), display_name=display,
-                     names=tuple(table["names"]), lengths=columns[0],
+                     names=table["names"], lengths=columns[0],
                      fai_path=_optional_str(indexes and indexes[0]), gzi_path=_optional_str(indexes and indexes[1]),
                      bgzf=target_kind == _BGZF, offsets=columns[1], line_bases=columns[2], line_bytes=columns[3],
                      genome_path=genome.path, record_starts=genome.record_starts,
                      genome_identity=genome.identity,
-                     headers=tuple(table["headers"]) if table.get("headers") else None)
+                     headers=table["headers"] or None)
 
 
 def _read_once(source: Path, kind: str, display: str, cache: "_CacheEntry", fingerprint: bytes) -> Reference:
@@ -919,17 +921,19 @@ def _read_fai(fai: Path, display: str):
     return names, columns
 
 
-def _check_records(names: tuple[str, ...], lengths: np.ndarray, display: str) -> None:
+def _check_records(names: Sequence[str], lengths: np.ndarray, display: str) -> None:
     """InputError unless there is a record and names are unique; a note for records without bases.
 
     Records without bases (a filtered contig's header left behind) hold no
     hit; they are kept, so that record numbers stay those of the file, and
-    said once. Written for a million records: one set of the names, a loop
-    only to name the duplicate in the message.
+    said once. Written for a million records: one set of the names' bytes
+    (a TextList's text split, no str decoded), a loop only to name the
+    duplicate in the message.
     """
     if not names:
         raise InputError(f"{display}: contains no FASTA records")
-    if len(set(names)) != len(names):
+    keys = names.joined().split(b"\n") if isinstance(names, TextList) else names
+    if len(set(keys)) != len(names):
         first_seen: dict[str, int] = {}
         for i, name in enumerate(names):
             if name in first_seen:

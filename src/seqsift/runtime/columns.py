@@ -53,3 +53,18 @@ def arrow_strings(offsets: np.ndarray, data: np.ndarray):
 def string_column(offsets: np.ndarray, data: np.ndarray):
     """Packed strings (:func:`arrow_strings`) as pandas' ``str`` column (:func:`text_column`), zero-copy."""
     return text_column(arrow_strings(offsets, data))
+
+
+def name_array(names, large: bool = True):
+    """A sequence of names (a reference's records, a job's patterns) as one Arrow array of
+    ``large_string`` (else ``string``): a TextList's buffers as they are (a million record names
+    without a str each), other sequences from their strs."""
+    import pyarrow as pa
+
+    kind = pa.large_string() if large else pa.string()
+    packed = getattr(names, "packed", None)
+    if packed is None:
+        return pa.array(list(names), type=kind)
+    offsets, data = packed()
+    array = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+    return array if large else array.cast(kind)

@@ -125,7 +125,8 @@ def records_sha256(names, lengths) -> str:
     records: tenths of a second less than a line per record through :func:`sequences_sha256`)."""
     import numpy as np
 
-    digest = hashlib.sha256("\n".join(names).encode())
+    joined = names.joined() if hasattr(names, "joined") else "\n".join(names).encode()  # a TextList's text as it is
+    digest = hashlib.sha256(joined)
     digest.update(np.ascontiguousarray(lengths, dtype="<i8").tobytes())
     return digest.hexdigest()
 

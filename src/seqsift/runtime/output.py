@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import InputError
 from . import stages
 from .background import BackgroundWrites
+from .columns import name_array
 
 if TYPE_CHECKING:  # pandas loads when a job writes, not with the command line (check_output_path)
     import pandas as pd
@@ -373,9 +374,7 @@ class NameColumns:
     once per job."""
 
     def __init__(self, **names):
-        import pyarrow as pa
-
-        self.arrays = {column: pa.array(list(values), type=pa.string()) for column, values in names.items()}
+        self.arrays = {column: name_array(values, large=False) for column, values in names.items()}
 
     def __contains__(self, column: str) -> bool:
         return column in self.arrays
