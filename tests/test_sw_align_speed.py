@@ -284,6 +284,23 @@ def test_reads_in_long_targets_across_strips(scoring):
     check_against_reference(pairs, scoring)
 
 
+def test_alignments_from_several_threads_at_once_equal_the_reference():
+    """A GPU screen's task threads align their survivors while the others run kernels: sw.align's drivers
+    release the GIL, and its lock keeps two of them from entering Numba's parallel regions at once
+    (which Numba's workqueue threading layer refuses). Four threads, two gap models, each batch checked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = []
+    for k, scoring in enumerate([sw.Scoring(2, 1, 1), sw.Scoring(2, 3, gap_open=5, gap_extend=2)] * 2):
+        pairs = mixed_pairs(np.random.default_rng(100 + k), 60, 40, 300)
+        batches.append((pairs, scoring))
+    for driver in (sw_cpu._align_lanes_linear, sw_cpu._align_lanes_affine, sw_cpu._align_scalar):
+        assert driver.targetoptions.get("nogil") is True, driver
+    with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+        for done in [pool.submit(check_against_reference, pairs, scoring) for pairs, scoring in batches]:
+            done.result()
+
+
 def test_edge_sequences_and_ties():
     for scoring in SCORINGS:
         pairs = [(np.zeros(0, np.uint8), np.zeros(0, np.uint8)), (np.array([0], np.uint8), np.zeros(0, np.uint8)),

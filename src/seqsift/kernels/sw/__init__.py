@@ -60,6 +60,7 @@ pairs that pass a threshold, on the host.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -582,6 +583,13 @@ def affine_algorithms() -> list[str]:
 MAX_ALIGN_CELLS = 1 << 31
 """Largest traceback matrix (bytes) one alignment may use."""
 
+_ALIGNING = threading.Lock()
+"""One :func:`align` at a time in a process. Its Numba drivers release the GIL (``nogil``), so that a
+GPU screen's other task thread launches its kernels meanwhile (the GIL held through the alignments had
+left the GPU idle: 1.7 s of the issue-26 screen on the H100 host); two alignments at once would gain
+nothing (each runs on every core) and Numba's ``workqueue`` threading layer, where neither OpenMP nor
+TBB is found, refuses two parallel regions at once."""
+
 
 def align_soon(scoring: Scoring) -> None:
     """Begin readying :func:`align`'s SIMD lanes for ``scoring``'s gap model on a thread of its own:
@@ -624,13 +632,14 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     ops = np.empty(int(room.sum()) + 1, np.uint8)
     op_counts = np.zeros(pairs, np.int64)
     status = np.zeros(pairs, np.int8)
-    if scoring.affine:   # three-state traceback (Gotoh); linear gaps keep their own, unchanged
-        sw_cpu.align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, scoring.match, scoring.mismatch,
-                                  scoring.open, scoring.extend, np.int64(max_cells), op_offsets, ops, op_counts,
-                                  coords, status)
-    else:
-        sw_cpu.align_pairs(codes, q_start, q_len, t_start, t_len, scores, scoring.match, scoring.mismatch,
-                           scoring.gap, np.int64(max_cells), op_offsets, ops, op_counts, coords, status)
+    with _ALIGNING:
+        if scoring.affine:   # three-state traceback (Gotoh); linear gaps keep their own, unchanged
+            sw_cpu.align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, scoring.match,
+                                      scoring.mismatch, scoring.open, scoring.extend, np.int64(max_cells),
+                                      op_offsets, ops, op_counts, coords, status)
+        else:
+            sw_cpu.align_pairs(codes, q_start, q_len, t_start, t_len, scores, scoring.match, scoring.mismatch,
+                               scoring.gap, np.int64(max_cells), op_offsets, ops, op_counts, coords, status)
     bad = np.flatnonzero(status)
     if bad.size:
         p = int(bad[0])

@@ -1131,9 +1131,11 @@ def _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi
 
 
 # One driver per gap model, each specialized per lane type (proto's dtype) when first called, so that a
-# run compiles only the pass 1 it uses (pass 1 is inlined into the driver, compiled once there).
+# run compiles only the pass 1 it uses (pass 1 is inlined into the driver, compiled once there). The drivers
+# release the GIL (nogil): kernels.sw.align runs one at a time (its lock) while a GPU screen's other task
+# thread goes on launching kernels.
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _align_lanes_linear(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, g,
                         max_cells, op_offsets, ops, op_counts, coords, status):
     """Both passes of the groups groups[run] (groups[g]: LANES pair indices, -1 for none), in
@@ -1148,7 +1150,7 @@ def _align_lanes_linear(proto, codes, q_start, q_len, t_start, t_len, scores, gr
                       op_offsets, ops, op_counts, coords, status)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _align_lanes_affine(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge,
                         max_cells, op_offsets, ops, op_counts, coords, status):
     """:func:`_align_lanes_linear` with affine gaps."""
@@ -1162,7 +1164,7 @@ def _align_lanes_affine(proto, codes, q_start, q_len, t_start, t_len, scores, gr
                       max_cells, op_offsets, ops, op_counts, coords, status)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _align_scalar(codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge, affine,
                   max_cells, op_offsets, ops, op_counts, coords, status):
     """Both passes with the scalar int64 pass 1 (:func:`_end_of_best`), pair by pair."""
