@@ -13,10 +13,15 @@ once; then, each in a fresh process (imports not timed):
 * ``second open``: ``open_reference`` again (the cache's record table read
   and verified);
 * ``pickled``: the bytes a Reference pickles to (what a Dask job sends its
-  workers).
+  workers);
+* the opens' peak RSS (``ru_maxrss`` of their processes, imports included);
+* peers, which build the index only (no genome cache): ``samtools faidx``
+  (where it is on PATH; its ``.fai`` is compared with seqsift's byte for
+  byte) and ``pyfaidx.Fasta`` (where it is installed); ``--no-peers`` skips them.
 
 Each time is the best of ``--repeats`` runs. Results: JSON in DESIGN.md's
-shape (quantity ``wall_s``; ``pickled`` as ``bytes``) and a PNG.
+shape (quantity ``wall_s``; ``pickled`` as ``bytes``, peaks as ``megabytes``)
+and a PNG.
 """
 from __future__ import annotations
 
@@ -27,12 +32,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 _CHILD = r"""
-import os, pickle, sys, time
+import os, pickle, resource, sys, time
 path, what = sys.argv[1], sys.argv[2]
 if what == "read":
     size = os.path.getsize(path)
@@ -41,13 +47,23 @@ if what == "read":
     with open(path, "rb", buffering=0) as f:
         f.readinto(buffer)
     print(time.perf_counter() - began)
+elif what == "pyfaidx":
+    import pyfaidx
+    began = time.perf_counter()
+    pyfaidx.Fasta(path, rebuild=True).close()
+    print(time.perf_counter() - began)
 else:
     from seqsift.io.reference import open_reference
     began = time.perf_counter()
     reference = open_reference(path)
     seconds = time.perf_counter() - began
-    print(seconds if what == "open" else len(pickle.dumps(reference)))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(peak_mb, seconds if what == "open" else len(pickle.dumps(reference)))
 """
+
+
+PEERS = ("samtools faidx", "pyfaidx")
+SAME_FAI = "fai equals samtools'"
 
 
 def write_genome(path: Path, records: int, record_bp: int, seed: int = 27) -> None:
@@ -63,24 +79,55 @@ def write_genome(path: Path, records: int, record_bp: int, seed: int = 27) -> No
             out.write(b"".join(block))
 
 
-def child(path: Path, what: str, cache: Path) -> float:
+def child(path: Path, what: str, cache: Path) -> tuple[float, float]:
+    """(peak RSS in MB or NaN, the child's one number) of one step in a fresh process."""
     env = {**os.environ, "SEQSIFT_CACHE": str(cache)}
     done = subprocess.run([sys.executable, "-c", _CHILD, str(path), what], env=env, check=True,
                           capture_output=True, text=True)
-    return float(done.stdout.split()[-1])
+    numbers = [float(word) for word in done.stdout.split()]
+    return (numbers[0] if len(numbers) == 2 else float("nan")), numbers[-1]
 
 
-def measure(path: Path, cache: Path, repeats: int) -> dict:
+def samtools_faidx(path: Path, index: Path) -> float | None:
+    """Seconds ``samtools faidx`` takes to index ``path`` into ``index`` (None: no samtools on PATH)."""
+    if shutil.which("samtools") is None:
+        return None
+    began = time.perf_counter()
+    subprocess.run(["samtools", "faidx", str(path), "--fai-idx", str(index)], check=True)
+    return time.perf_counter() - began
+
+
+def measure(path: Path, cache: Path, repeats: int, peers: bool) -> dict:
     index = Path(f"{path}.fai")
-    reads, firsts, seconds = [], [], []
+    peer_index = path.with_name(path.name + ".samtools.fai")
+    times: dict[str, list] = {"read": [], "first open": [], "second open": [], "samtools faidx": [], "pyfaidx": []}
+    peaks: dict[str, list] = {"first open": [], "second open": []}
+    same_fai: list[bool] = []  # seqsift's .fai equals samtools', run by run
     for _ in range(repeats):
-        reads.append(child(path, "read", cache))
+        times["read"].append(child(path, "read", cache)[1])
         shutil.rmtree(cache, ignore_errors=True)
         index.unlink(missing_ok=True)
-        firsts.append(child(path, "open", cache))
-        seconds.append(child(path, "open", cache))
-    return {"read": min(reads), "first open": min(firsts), "second open": min(seconds),
-            "pickled": child(path, "pickle", cache)}
+        for stage in ("first open", "second open"):
+            peak, seconds = child(path, "open", cache)
+            times[stage].append(seconds)
+            peaks[stage].append(peak)
+    seqsift_fai = index.read_bytes()
+    # The peers after every seqsift run, not between them: pyfaidx's large heap, freed just before a
+    # first open, had made that open 0.3-0.6 s slower at 10^6 records (the kernel reclaiming it).
+    for _ in range(repeats if peers else 0):
+        times["samtools faidx"].append(samtools_faidx(path, peer_index))
+        if peer_index.exists():
+            same_fai.append(peer_index.read_bytes() == seqsift_fai)
+            peer_index.unlink()
+        index.unlink(missing_ok=True)
+        times["pyfaidx"].append(child(path, "pyfaidx", cache)[1])
+    index.write_bytes(seqsift_fai)
+    best = {stage: min(values) for stage, values in times.items() if values and None not in values}
+    best.update({f"{stage} peak MB": max(values) for stage, values in peaks.items()})
+    best["pickled"] = child(path, "pickle", cache)[1]
+    if same_fai:
+        best[SAME_FAI] = all(same_fai)
+    return best
 
 
 def main() -> int:
@@ -90,6 +137,7 @@ def main() -> int:
     parser.add_argument("--record-bp", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--no-peers", action="store_true", help="skip samtools faidx and pyfaidx")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from seqsift.bench import device_name, source_commit
@@ -100,12 +148,15 @@ def main() -> int:
         path = args.work / f"records_{records}x{args.record_bp}.fa"
         if not path.exists():
             write_genome(path, records, args.record_bp)
-        times = measure(path, args.work / f"cache_{records}", args.repeats)
+        times = measure(path, args.work / f"cache_{records}", args.repeats, not args.no_peers)
         size_mb = path.stat().st_size / 1e6
         rows.append((records, size_mb, times))
+        peers = "".join(f", {peer} {times[peer]:.2f} s" for peer in PEERS if peer in times)
         print(f"{records:>9,} records ({size_mb:,.0f} MB): read {times['read']:.3f} s, first open "
-              f"{times['first open']:.2f} s, second open {times['second open']:.3f} s, pickled "
-              f"{times['pickled']:,.0f} bytes", flush=True)
+              f"{times['first open']:.2f} s (peak {times['first open peak MB']:,.0f} MB), second open "
+              f"{times['second open']:.3f} s (peak {times['second open peak MB']:,.0f} MB), pickled "
+              f"{times['pickled']:,.0f} bytes{peers}; .fai equals samtools': "
+              f"{times.get(SAME_FAI, 'not checked')}", flush=True)
 
     workload = "{n:,} records x {bp} bp, 60-column lines, headers with descriptions ({mb:,.0f} MB plain FASTA)"
     records_out = []
@@ -115,8 +166,19 @@ def main() -> int:
             records_out.append({"algorithm": f"reference-{stage.replace(' ', '-')}", "workload": described,
                                 "quantity": "wall_s", "value": times[stage], "roof_fraction": None,
                                 "paper_value": None, "time_s": times[stage]})
+        for stage in ("first open", "second open"):
+            records_out.append({"algorithm": f"reference-{stage.replace(' ', '-')}-peak-rss", "workload": described,
+                                "quantity": "megabytes", "value": times[f"{stage} peak MB"], "roof_fraction": None,
+                                "paper_value": None, "time_s": None})
         records_out.append({"algorithm": "reference-pickled", "workload": described, "quantity": "bytes",
                             "value": times["pickled"], "roof_fraction": None, "paper_value": None, "time_s": None})
+        for peer in PEERS:
+            if peer in times:
+                records_out.append({"algorithm": peer.replace(" ", "-"), "workload": described, "quantity": "wall_s",
+                                    "value": times[peer], "roof_fraction": None, "paper_value": None,
+                                    "time_s": times[peer], "note": "index only, no genome cache; its "
+                                    ".fai equals seqsift's byte for byte" if times.get(SAME_FAI)
+                                    and peer == "samtools faidx" else "index only, no genome cache"})
     result = {"device": device_name("cpu"), "date": datetime.date.today().isoformat(), "commit": source_commit(),
               "records": records_out}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -132,11 +194,14 @@ def plot(rows, path: Path, device: str) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 4))
-    stages = ("read", "first open", "second open")
-    width = 0.27
+    stages = [stage for stage in ("read", "first open", "second open", *PEERS)
+              if all(stage in times for _, _, times in rows)]
+    width = 0.8 / len(stages)
     for k, stage in enumerate(stages):
-        axes.bar([i + (k - 1) * width for i in range(len(rows))], [times[stage] for _, _, times in rows], width,
-                 label=stage)
+        label = f"{stage} (index only)" if stage in PEERS else stage
+        axes.bar([i + (k - (len(stages) - 1) / 2) * width for i in range(len(rows))],
+                 [times[stage] for _, _, times in rows], width, label=label)
+    axes.set_yscale("log")
     axes.set_xticks(range(len(rows)), [f"{records:,} records\n({mb:,.0f} MB)" for records, mb, _ in rows])
     axes.set_ylabel("seconds (best of runs)")
     axes.set_title(f"Opening a reference of many records\n{device}", fontsize=10)
