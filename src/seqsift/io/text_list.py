@@ -57,7 +57,7 @@ class TextList(Sequence):
     def of_lines(cls, text: bytes) -> "TextList":
         """The lines of ``text``, which is empty or ends with a newline."""
         if text and text[-1] != _NEWLINE:
-            raise ValueError("a TextList's text ends with a newline")
+            raise ValueError("a TextList's text must be empty or end with a newline")
         return cls(text, np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == _NEWLINE))
 
     @classmethod
