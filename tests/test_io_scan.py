@@ -181,6 +181,70 @@ def test_ragged_records_are_named(tmp_path, text):
         assert (excinfo.value.record, excinfo.value.line) == RAGGED[text]
 
 
+def first_irregular_line(text: str):
+    """samtools' rule, line by line (the oracle for the vectorized check): (record, 1-based line) of the
+    first line a .fai cannot describe, or None. A record's first sequence line is the yardstick; a later
+    line before the last non-blank one must have its bytes and bases; the last non-blank line may have
+    fewer bases, not more; blank lines may only follow it."""
+    lines = text.split("\n")
+    ends_open = not text.endswith("\n")
+    if not ends_open:
+        lines = lines[:-1]
+    records, name = [], None
+    for number, line in enumerate(lines, start=1):
+        if line.startswith(">"):
+            name = line[1:].split()[0]
+            records.append((name, []))
+        elif name is not None:
+            open_line = ends_open and number == len(lines)
+            bases = len(line.rstrip("\r"))
+            records[-1][1].append((number, len(line) + (0 if open_line else 1), bases))
+    found = []
+    for name, body in records:
+        nonblank = [k for k, (_, _, bases) in enumerate(body) if bases]
+        if not nonblank:
+            continue
+        last = nonblank[-1]
+        _, width, per_line = body[0]
+        for k, (number, length, bases) in enumerate(body[1:last + 1], start=1):
+            if (k < last and (length, bases) != (width, per_line)) or (k == last and bases > per_line):
+                found.append((number, name))
+                break
+    return min(found)[::-1] if found else None
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_irregular_records_are_found_as_samtools_rule_says(tmp_path, seed):
+    """Random records of a few line widths, blank lines, '\\r\\n' endings and an open last line: the
+    scan raises RaggedRecord at the line the line-by-line oracle names, or describes the file."""
+    rng = random.Random(seed)
+    parts = []
+    for r in range(rng.randint(1, 5)):
+        parts.append(f">r{r} d\n")
+        width = rng.choice([3, 4])
+        for _ in range(rng.randint(0, 5)):
+            kind = rng.random()
+            if kind < 0.12:
+                parts.append("\n")
+            elif kind < 0.2:
+                parts.append("ACGT"[:rng.choice([2, 3, 4, 5]) % 5] + "\r\n")
+            else:
+                parts.append("ACGTA"[:width if rng.random() < 0.8 else rng.randint(1, 5)] + "\n")
+    text = "".join(parts)
+    if rng.random() < 0.3:
+        text = text.rstrip("\n")
+    expected = first_irregular_line(text)
+    path = tmp_path / "random.fa"
+    path.write_text(text)
+    for block_bytes in (5, 64, fasta_scan.BLOCK_BYTES):
+        if expected is None:
+            scan(path, block_bytes)
+            continue
+        with pytest.raises(fasta_scan.RaggedRecord) as excinfo:
+            scan(path, block_bytes)
+        assert (excinfo.value.record, excinfo.value.line) == expected, (text, block_bytes)
+
+
 def test_trailing_blank_lines_are_regular(tmp_path):
     """samtools' rule: blank lines may follow a record's last line (pyfaidx raises on some)."""
     path = tmp_path / "blank.fa"

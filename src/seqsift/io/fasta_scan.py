@@ -624,23 +624,22 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
         last_run[owner[is_last]] = nonblank[is_last]
     # A line breaks the record's regularity if, not being its first line, it lies
     # before the last non-blank line and differs from the first line, or it is
-    # the last non-blank line and holds more bases than the first.
+    # the last non-blank line and holds more bases than the first. (The record's
+    # first run is the yardstick and never differs from it: no exception for it.)
     index = np.arange(run_count)
     owner = np.maximum(record_of_run, 0)
     last = last_run[owner]
-    lines_before_last = np.where(index < last, count, np.where(index == last, count - 1, 0))
-    lines_before_last -= index == first[owner]          # the record's first line is the yardstick
+    at_last = index == last
+    before_last = (index < last) | (at_last & (count > 1))   # the run has a line before the last one
     differs = (length != width[owner]) | (bases != per_line[owner])
-    bad_early = is_sequence & (lines_before_last > 0) & differs
-    bad_last = is_sequence & (index == last) & (bases > per_line[owner])
-    bad_line = np.concatenate((first_line[bad_early] + (index[bad_early] == first[owner][bad_early]),
-                               first_line[bad_last] + count[bad_last] - 1))
+    bad_early = is_sequence & before_last & differs
+    bad_last = is_sequence & at_last & (bases > per_line[owner])
+    bad_line = np.concatenate((first_line[bad_early], first_line[bad_last] + count[bad_last] - 1))
     if len(bad_line) and require_regular:
         line = int(bad_line.min())
         run = int(np.searchsorted(first_line, line, side="right") - 1)
         raise RaggedRecord(names[int(record_of_run[run])], line + 1)
-    return FastaLayout(names=names, lengths=record_length.astype(np.int64),
-                       offsets=offsets.astype(np.int64), line_bases=per_line.astype(np.int64),
-                       line_bytes=width.astype(np.int64), total_bytes=total_bytes,
-                       header_lines=(first_line[heads] + 1).astype(np.int64),
-                       headers=headers if described else None)
+    as_int64 = functools.partial(np.asarray, dtype=np.int64)   # (a copy only where not int64 already)
+    return FastaLayout(names=names, lengths=as_int64(record_length), offsets=as_int64(offsets),
+                       line_bases=as_int64(per_line), line_bytes=as_int64(width), total_bytes=total_bytes,
+                       header_lines=as_int64(first_line[heads] + 1), headers=headers if described else None)
