@@ -447,3 +447,20 @@ def test_table_bytes_writes_each_line_as_str_formatting_does(seed):
     expected = "".join("\t".join([name, *(str(int(column[i])) for column in columns)]) + "\n"
                        for i, name in enumerate(names))
     assert fasta_scan.table_bytes(names, columns) == expected.encode("utf-8")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_spans_mask_and_joined_lines_against_slices(seed):
+    """The masks of runs that gather header lines equal plain slicing, empty spans, spans at both ends
+    and touching spans included."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(0, 60))
+    data = rng.integers(32, 127, size).astype(np.uint8)
+    cuts = np.sort(rng.integers(0, size + 1, 2 * int(rng.integers(0, 8))))
+    first, stop = cuts[0::2].astype(np.int64), cuts[1::2].astype(np.int64)
+    for inside in (True, False):
+        expected = np.full(size, not inside)
+        for a, b in zip(first.tolist(), stop.tolist()):
+            expected[a:b] = inside
+        assert np.array_equal(fasta_scan.spans_mask(size, first, stop, inside), expected)
+    assert fasta_scan.joined_lines(data, first, stop) == b"\n".join(data[a:b].tobytes() for a, b in zip(first, stop))
