@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from seqsift.io.fasta_scan import HeaderProblem, names_and_headers
-from seqsift.io.text_list import TextList, first_words
+from seqsift.io.fasta_scan import HeaderProblem, first_words, names_and_headers
+from seqsift.io.text_list import TextList
 from seqsift.runtime.columns import name_array
 from seqsift.runtime.job import records_sha256
 

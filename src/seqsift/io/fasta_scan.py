@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from .genome_cache import ReadOnlyFile, read_file_into
-from .text_list import TextList, first_words
+from .text_list import TextList
 
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
            "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads", "joined_lines",
@@ -571,6 +571,46 @@ def _join_lines(parts: list[_Lines]):
     return (np.add.reduceat(length, starts), carriage[lasts], newline[lasts], header[starts], count[starts])
 
 
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[ord(c) for c in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"]] = True
+"""The ASCII bytes that ``str.split()`` and a regular expression's ``\\s`` take for whitespace."""
+
+
+def first_words(lines: bytes) -> tuple[TextList, TextList] | None:
+    """(each line's first word, the lines), for ASCII ``lines`` joined by newlines, found with NumPy:
+    what ``[line.split()[0] for line in lines.split("\\n")]`` gives, without a str per line.
+
+    None where the text is not ASCII (Unicode has whitespace of its own: the caller decodes it)
+    or a line has no word (the caller says which).
+    """
+    if not lines.isascii():
+        return None
+    text = lines + b"\n"
+    data = np.frombuffer(text, dtype=np.uint8)
+    low = np.flatnonzero(data <= 32)                    # the few bytes that may be whitespace
+    blanks = low[_SPACE[data[low]]]                     # the whitespace, every line's newline among it
+    line_end = blanks[data[blanks] == _NEWLINE]
+    headers = TextList(text, line_end)
+    line_start = np.empty_like(line_end)
+    line_start[:1] = 0
+    line_start[1:] = line_end[:-1] + 1
+    name_start = line_start.copy()
+    leading = np.flatnonzero(_SPACE[data[line_start]] & (line_start < line_end))  # lines that start with blanks
+    while len(leading):                                 # (rare): step each over one blank a round
+        name_start[leading] += 1
+        leading = leading[_SPACE[data[name_start[leading]]] & (name_start[leading] < line_end[leading])]
+    if (name_start >= line_end).any():
+        return None
+    name_end = blanks[np.searchsorted(blanks, name_start)]
+    if (name_end == line_end).all():
+        return headers, headers
+    # Kept: each name, and its line's newline (right after the name where the line has nothing more).
+    width = name_end - name_start
+    kept_first = np.column_stack((name_start, line_end)).ravel()
+    kept_stop = np.column_stack((name_end, line_end + 1)).ravel()
+    return TextList(data[spans_mask(len(data), kept_first, kept_stop)].tobytes(), np.cumsum(width + 1) - 1), headers
+
+
 _FIRST_WORD = re.compile(r"^[^\S\n]*(\S+)", re.MULTILINE)
 """Each line's first word, as ``line.split()[0]`` finds it (a line of blanks has none)."""
 
@@ -579,7 +619,7 @@ def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[TextList,
     """Each record's name (the header's first word) and its whole header line, as TextLists.
 
     ASCII headers (all of a usual reference's) are never decoded: the names are found on the bytes
-    (:func:`seqsift.io.text_list.first_words`), a reference of 10^6 records holds two texts, not
+    (:func:`first_words`), a reference of 10^6 records holds two texts, not
     2 x 10^6 strs. Other headers are decoded as UTF-8 and split as one text (a line break is never
     part of a multi-byte sequence), as ``line.split()[0]`` would split each.
     """
@@ -609,7 +649,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     run_bytes = length * count
     total_bytes = int(run_bytes.sum())
     names, headers = names_and_headers([part.header_text for part in parts if part.header.any()], header_errors)
-    described = headers.text != names.text
+    described = headers != names
     heads = np.flatnonzero(header)
     if not len(heads):
         empty.total_bytes = total_bytes

@@ -932,8 +932,7 @@ def _check_records(names: Sequence[str], lengths: np.ndarray, display: str) -> N
     """
     if not names:
         raise InputError(f"{display}: contains no FASTA records")
-    keys = names.joined().split(b"\n") if isinstance(names, TextList) else names
-    if len(set(keys)) != len(names):
+    if len(set(TextList.of(names).joined().split(b"\n"))) != len(names):
         first_seen: dict[str, int] = {}
         for i, name in enumerate(names):
             if name in first_seen:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["TextList", "first_words"]
+__all__ = ["TextList"]
 
 _NEWLINE = ord("\n")
 
@@ -122,9 +122,8 @@ class TextList(Sequence):
     __hash__ = None  # mutable-looking like a list: compared by value, never a dict key
 
     def __repr__(self) -> str:
-        shown = self.strings()[:3] if len(self) > 3 else self.strings()
         more = f", ... ({len(self):,} strings)" if len(self) > 3 else ""
-        return f"TextList({', '.join(map(repr, shown))}{more})"
+        return f"TextList({', '.join(map(repr, self.strings()[:3]))}{more})"
 
     def __reduce__(self):
         return TextList, (self.text, self.ends)
@@ -145,44 +144,3 @@ class TextList(Sequence):
         offsets[0] = 0
         offsets[1:] = self.ends - np.arange(count)   # string i ends where its newline was, less i newlines before
         return offsets, data
-
-
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[[ord(c) for c in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"]] = True
-"""The ASCII bytes that ``str.split()`` and a regular expression's ``\\s`` take for whitespace."""
-
-
-def first_words(lines: bytes) -> tuple[TextList, TextList] | None:
-    """(each line's first word, the lines), for ASCII ``lines`` joined by newlines, found with NumPy:
-    what ``[line.split()[0] for line in lines.split("\\n")]`` gives, without a str per line.
-
-    None where the text is not ASCII (Unicode has whitespace of its own: the caller decodes it)
-    or a line has no word (the caller says which).
-    """
-    if not lines.isascii():
-        return None
-    text = lines + b"\n"
-    data = np.frombuffer(text, dtype=np.uint8)
-    low = np.flatnonzero(data <= 32)                    # the few bytes that may be whitespace
-    blanks = low[_SPACE[data[low]]]                     # the whitespace, every line's newline among it
-    line_end = blanks[data[blanks] == _NEWLINE]
-    headers = TextList(text, line_end)
-    line_start = np.empty_like(line_end)
-    line_start[:1] = 0
-    line_start[1:] = line_end[:-1] + 1
-    name_start = line_start.copy()
-    leading = np.flatnonzero(_SPACE[data[line_start]] & (line_start < line_end))  # lines that start with blanks
-    while len(leading):                                 # (rare): step each over one blank a round
-        name_start[leading] += 1
-        leading = leading[_SPACE[data[name_start[leading]]] & (name_start[leading] < line_end[leading])]
-    if (name_start >= line_end).any():
-        return None
-    name_end = blanks[np.searchsorted(blanks, name_start)]
-    if (name_end == line_end).all():
-        return headers, headers
-    # Each line's bytes as four runs: leading blanks (dropped), the name (kept), the rest (dropped)
-    # and its newline (kept).
-    width = name_end - name_start
-    runs = np.column_stack((name_start - line_start, width, line_end - name_end, np.ones_like(width))).ravel()
-    keep = np.repeat(np.tile(np.array([False, True, False, True]), len(width)), runs)
-    return TextList(data[keep].tobytes(), np.cumsum(width + 1) - 1), headers

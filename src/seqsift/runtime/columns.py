@@ -57,14 +57,12 @@ def string_column(offsets: np.ndarray, data: np.ndarray):
 
 def name_array(names, large: bool = True):
     """A sequence of names (a reference's records, a job's patterns) as one Arrow array of
-    ``large_string`` (else ``string``): a TextList's buffers as they are (a million record names
-    without a str each), other sequences from their strs."""
+    ``large_string`` (else ``string``), from the buffers of its TextList (a reference's names: as they
+    are, a million of them without a str each)."""
     import pyarrow as pa
 
-    kind = pa.large_string() if large else pa.string()
-    packed = getattr(names, "packed", None)
-    if packed is None:
-        return pa.array(list(names), type=kind)
-    offsets, data = packed()
+    from ..io.text_list import TextList
+
+    offsets, data = TextList.of(names).packed()
     array = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-    return array if large else array.cast(kind)
+    return array if large else array.cast(pa.string())

@@ -125,8 +125,9 @@ def records_sha256(names, lengths) -> str:
     records: tenths of a second less than a line per record through :func:`sequences_sha256`)."""
     import numpy as np
 
-    joined = names.joined() if hasattr(names, "joined") else "\n".join(names).encode()  # a TextList's text as it is
-    digest = hashlib.sha256(joined)
+    from ..io.text_list import TextList
+
+    digest = hashlib.sha256(TextList.of(names).joined())   # a reference's TextList: its text as it is
     digest.update(np.ascontiguousarray(lengths, dtype="<i8").tobytes())
     return digest.hexdigest()
 
