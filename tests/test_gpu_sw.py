@@ -133,3 +133,30 @@ def test_screen_engine_on_the_gpu():
         assert (gpu == cpu).all()
     hits = screen(queries, targets, backend="cuda", threshold=int(np.percentile(cpu, 80)))
     assert hits["score"].tolist() == cpu[hits["query_index"]].tolist()
+
+
+def test_the_device_turn_is_one_thread_at_a_time():
+    """A screen task's kernels run in the device's turn (kernels.cuda.device_turn): while one thread holds
+    it, no other thread gets it, on this device; it is free again once the holder is done."""
+    import threading
+
+    import cupy
+
+    from seqsift.kernels import cuda as seqsift_cuda
+
+    taken_elsewhere = []
+
+    def try_elsewhere(lock):
+        taken_elsewhere.append(lock.acquire(blocking=False))
+        if taken_elsewhere[-1]:
+            lock.release()
+
+    with seqsift_cuda.device_turn():
+        lock = seqsift_cuda._turns[cupy.cuda.runtime.getDevice()]
+        other = threading.Thread(target=try_elsewhere, args=(lock,))
+        other.start()
+        other.join()
+    after = threading.Thread(target=try_elsewhere, args=(lock,))
+    after.start()
+    after.join()
+    assert taken_elsewhere == [False, True]

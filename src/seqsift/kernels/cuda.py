@@ -13,7 +13,8 @@
 * :func:`task_stream`, :func:`priority_stream`, :func:`uploaded_once`: each
   task thread's own streams (its searches; its short kernels, first in line
   for the SMs), and device arrays the threads share, complete before they
-  are shared;
+  are shared; :func:`device_turn`: the GPU to one task thread's kernels at
+  a time (screen);
 * :func:`launch_into_hit_buffers`: the one launch loop of the families that
   compact hits (launch into hit buffers, read the hit counter, grow the
   buffers to the count and launch again if the hits did not fit); :func:`launch_end_hits`
@@ -407,6 +408,35 @@ def task_stream():
     if _thread_streams.task is None:
         _thread_streams.task = cupy.cuda.Stream(non_blocking=True)
     return _thread_streams.task
+
+
+_turns: dict[int, threading.Lock] = {}
+_turns_lock = threading.Lock()
+
+
+@contextmanager
+def device_turn():
+    """The current GPU to this thread's kernels alone, from their launch until their results are back
+    on the host: one task thread of a worker at a time, the other doing its host work meanwhile.
+
+    Two task threads whose kernels each fill the GPU share it when launched
+    together, and so end together: both then did their host work at once
+    (the screen's alignments, its rows) while the GPU idled, and met again at
+    the next launch. On the H100 host the issue-26 screen with alignments
+    kept the GPU busy 3.4 s of 4.5 s that way (without alignments, whose host
+    work is short, 3.4 s of 3.5 s). Taking turns, a thread's host work
+    overlaps the other's kernels: that screen went from 5.68-6.31 s to
+    5.31-6.05 s (benchmarks/README.md). A turn must cover all the kernels a
+    task waits for before its host work: with the flags and the survivors'
+    scores in turns of their own, both threads still aligned at once.
+    """
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    with _turns_lock:
+        turn = _turns.setdefault(device, threading.Lock())
+    with turn:
+        yield
 
 
 def priority_stream():

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..kernels import sw as sw_kernels
+from ..kernels.cuda import device_turn
 from ..kernels.sw import Scoring
 from ..kernels.threads import use_worker_share
 from ..memo import Memo
@@ -166,24 +167,30 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
     # auto: the measured-fastest algorithm for this task's length bucket (kernels/planner.py)
     algorithm = sw_kernels.choose_sw_algorithm(job.backend, job.algorithm, job.scoring, task.m, task.n)
     options = dict(word_bits=job.word_bits)
+    turn = device_turn if on_device else nullcontext
     if job.threshold is None:
         with stages.timed("kernel", device=on_device):
-            scores = _in_pair_order(task, job, codes, algorithm, None, options)
+            sides = _kernel_sides(task, job, codes, None)
+            with turn():
+                scores = _in_pair_order(task, job, codes, algorithm, None, options, sides)
         import pandas as pd
         qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
         return pd.DataFrame({"query": qi, "target": ti, "score": scores.astype(np.int64)})
     # Screening: pairs whose base counts bound their score below the threshold are out without any DP
     # (exact); which of the others reach it (flag kernels that stop once a pair is decided), then the
-    # scores of those few.
+    # scores of those few. On a GPU both in one turn of the device (kernels.cuda.device_turn), so that
+    # this task's alignments and rows overlap the other task thread's kernels.
     with stages.timed("kernel", device=on_device):
-        keep = np.flatnonzero(_in_pair_order(task, job, codes, algorithm, job.threshold, options))
-        q_kept, t_kept = task.pairs_at(keep)
-        qk, tk = q_kept, sequences.queries + t_kept
-        swap = lengths[tk] < lengths[qk]   # the shorter sequence is the kernel's x
-        x, y = np.where(swap, tk, qk), np.where(swap, qk, tk)
-        scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
-                                           lengths[y], job.scoring, product=False, **options)
-                  if keep.size else np.zeros(0, np.int32))
+        sides = _kernel_sides(task, job, codes, job.threshold)
+        with turn():
+            keep = np.flatnonzero(_in_pair_order(task, job, codes, algorithm, job.threshold, options, sides))
+            q_kept, t_kept = task.pairs_at(keep)
+            qk, tk = q_kept, sequences.queries + t_kept
+            swap = lengths[tk] < lengths[qk]   # the shorter sequence is the kernel's x
+            x, y = np.where(swap, tk, qk), np.where(swap, qk, tk)
+            scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
+                                               lengths[y], job.scoring, product=False, **options)
+                      if keep.size else np.zeros(0, np.int32))
     rows = {"query": q_kept, "target": t_kept, "score": scores.astype(np.int64)}
     if job.align:
         with stages.timed("locate"):
@@ -196,25 +203,35 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _in_pair_order(task: PairTask, job: ScreenJob, codes, algorithm: str, threshold, options) -> np.ndarray:
-    """buffer_scores of every pair of the task (scores, or with a threshold whether each reaches it, the
-    composition bound applied), in pair_indices order."""
+def _kernel_sides(task: PairTask, job: ScreenJob, codes, threshold) -> tuple:
+    """How the task's pairs go to the kernel: (x, y, x_is_query, bound). The shorter sequences are x (the
+    score is symmetric): for a tile (``task.product``) the side with the shorter ones, every x against
+    every y; otherwise per pair. ``bound``: the composition bound with a threshold, else None."""
     sequences = job.sequences
-    starts, lengths = sequences.starts, sequences.lengths
+    lengths = sequences.lengths
     queries, targets = task.queries, sequences.queries + task.targets
-    if task.product:   # the tile: x the side with the shorter sequences (the score is symmetric)
-        x_is_query = lengths[queries].max() <= lengths[targets].max()
+    if task.product:
+        x_is_query = bool(lengths[queries].max() <= lengths[targets].max())
         x, y = (queries, targets) if x_is_query else (targets, queries)
-        bound = _bound(sequences, codes, x, y, True, job.scoring, threshold) if threshold else None
-        result = sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
-                                          lengths[y], job.scoring, product=True, threshold=threshold, bound=bound,
-                                          **options)
+    else:
+        swap = lengths[targets] < lengths[queries]
+        x_is_query = None
+        x, y = np.where(swap, targets, queries), np.where(swap, queries, targets)
+    bound = _bound(sequences, codes, x, y, task.product, job.scoring, threshold) if threshold else None
+    return x, y, x_is_query, bound
+
+
+def _in_pair_order(task: PairTask, job: ScreenJob, codes, algorithm: str, threshold, options, sides) -> np.ndarray:
+    """buffer_scores of every pair of the task, as ``sides`` (:func:`_kernel_sides`) gives them to the
+    kernel (scores, or with a threshold whether each reaches it, the composition bound applied), in
+    pair_indices order."""
+    starts, lengths = job.sequences.starts, job.sequences.lengths
+    x, y, x_is_query, bound = sides
+    result = sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y], lengths[y],
+                                      job.scoring, product=task.product, threshold=threshold, bound=bound, **options)
+    if task.product:
         return (result if x_is_query else result.T).reshape(-1)
-    swap = lengths[targets] < lengths[queries]   # per pair, the shorter sequence is the kernel's x
-    x, y = np.where(swap, targets, queries), np.where(swap, queries, targets)
-    bound = _bound(sequences, codes, x, y, False, job.scoring, threshold) if threshold else None
-    return sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y], lengths[y],
-                                    job.scoring, product=False, threshold=threshold, bound=bound, **options)
+    return result
 
 
 def _bound(sequences: WorkerSequences, codes, x: np.ndarray, y: np.ndarray, product: bool, scoring: Scoring,
