@@ -186,8 +186,7 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
             keep = np.flatnonzero(_in_pair_order(task, job, codes, algorithm, job.threshold, options, sides))
             q_kept, t_kept = task.pairs_at(keep)
             qk, tk = q_kept, sequences.queries + t_kept
-            swap = lengths[tk] < lengths[qk]   # the shorter sequence is the kernel's x
-            x, y = np.where(swap, tk, qk), np.where(swap, qk, tk)
+            x, y = _shorter_first(lengths, qk, tk)
             scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
                                                lengths[y], job.scoring, product=False, **options)
                       if keep.size else np.zeros(0, np.int32))
@@ -214,11 +213,16 @@ def _kernel_sides(task: PairTask, job: ScreenJob, codes, threshold) -> tuple:
         x_is_query = bool(lengths[queries].max() <= lengths[targets].max())
         x, y = (queries, targets) if x_is_query else (targets, queries)
     else:
-        swap = lengths[targets] < lengths[queries]
         x_is_query = None
-        x, y = np.where(swap, targets, queries), np.where(swap, queries, targets)
+        x, y = _shorter_first(lengths, queries, targets)
     bound = _bound(sequences, codes, x, y, task.product, job.scoring, threshold) if threshold else None
     return x, y, x_is_query, bound
+
+
+def _shorter_first(lengths: np.ndarray, queries: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of the pairs (queries[p], targets[p]): per pair the shorter sequence as the kernel's x."""
+    swap = lengths[targets] < lengths[queries]
+    return np.where(swap, targets, queries), np.where(swap, queries, targets)
 
 
 def _in_pair_order(task: PairTask, job: ScreenJob, codes, algorithm: str, threshold, options, sides) -> np.ndarray:
