@@ -2,6 +2,7 @@
 
     python benchmarks/sw_gpu_results.py --kernels K/sw_affine.json --e2e E/screen_e2e.json \
         --peers P/sw_affine.json [P2/sw_affine.json ...] --sass "tiles_linear=1.359,..." [--out benchmarks/results]
+    python benchmarks/sw_gpu_results.py --replace-e2e --e2e E/screen_e2e.json   # a newer end-to-end run only
 
 Takes the kernel records of ``bench_sw_affine.py`` (``--kernels``), the end-to-end screen of
 ``bench_screen_e2e.py`` (``--e2e``) and the peers' records (GASAL2, parasail) of other runs of
@@ -46,22 +47,45 @@ def best(records: list[dict], name: str, pick, note: str) -> dict:
                 note=f"goal {GOALS[name]:.0e}: {met}{note}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kernels", type=Path, required=True)
-    ap.add_argument("--e2e", type=Path, required=True)
-    ap.add_argument("--peers", type=Path, nargs="*", default=[])
-    ap.add_argument("--sass", default="", help="mode_gap=ALU per cell, comma-separated (tiles_linear=1.359,...)")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = ap.parse_args()
-    kernels, e2e = load(args.kernels), load(args.e2e)
-    alu = {k: float(v) for k, v in (item.split("=") for item in args.sass.split(",") if item)}
-    records = [with_roof(r, alu, kernels["commit"]) for r in kernels["records"]]
+def e2e_records(e2e: dict) -> list[dict]:
+    """bench_screen_e2e.py's records, each stamped with the commit and date it was measured at."""
+    records = []
     for r in e2e["records"]:
         r = dict(r, measured=f"commit {e2e['commit']}, {e2e['date']}")
         if r.get("goal_s"):   # one run: the README's table gives the spread of plain runs beside it
             r["note"] = f"goal <= {r['goal_s']:g} s: {'met' if r['wall_s'] <= r['goal_s'] else 'not met'} in this run"
         records.append(r)
+    return records
+
+
+def replace_e2e(e2e_path: Path, out: Path) -> None:
+    """Swap the end-to-end screen's records in an existing sw_gpu.json for a newer run's (kernels unchanged)."""
+    results = load(out / "sw_gpu.json")
+    fresh = e2e_records(load(e2e_path))
+    names = {r["algorithm"] for r in fresh}
+    results["records"] = [r for r in results["records"] if r["algorithm"] not in names] + fresh
+    (out / "sw_gpu.json").write_text(json.dumps(results, indent=1) + "\n")
+    plot(results["records"], out / "sw_gpu.png", results)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernels", type=Path)
+    ap.add_argument("--e2e", type=Path, required=True)
+    ap.add_argument("--replace-e2e", action="store_true",
+                    help="only replace the end-to-end records of OUT/sw_gpu.json with --e2e's")
+    ap.add_argument("--peers", type=Path, nargs="*", default=[])
+    ap.add_argument("--sass", default="", help="mode_gap=ALU per cell, comma-separated (tiles_linear=1.359,...)")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = ap.parse_args()
+    if args.replace_e2e:
+        return replace_e2e(args.e2e, args.out)
+    if args.kernels is None:
+        ap.error("--kernels is required unless --replace-e2e")
+    kernels, e2e = load(args.kernels), load(args.e2e)
+    alu = {k: float(v) for k, v in (item.split("=") for item in args.sass.split(",") if item)}
+    records = [with_roof(r, alu, kernels["commit"]) for r in kernels["records"]]
+    records += e2e_records(e2e)
     for path in args.peers:
         peer = load(path)
         records += [dict(r, measured=f"commit {peer['commit']}, {peer['date']}") for r in peer["records"]
