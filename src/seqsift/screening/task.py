@@ -185,16 +185,16 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
         with turn():
             keep = np.flatnonzero(_in_pair_order(task, job, codes, algorithm, job.threshold, options, sides))
             q_kept, t_kept = task.pairs_at(keep)
-            qk, tk = q_kept, sequences.queries + t_kept
-            x, y = _shorter_first(lengths, qk, tk)
+            t_in_buffer = sequences.queries + t_kept   # targets follow the queries in the code buffer
+            x, y = _shorter_first(lengths, q_kept, t_in_buffer)
             scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
                                                lengths[y], job.scoring, product=False, **options)
                       if keep.size else np.zeros(0, np.int32))
     rows = {"query": q_kept, "target": t_kept, "score": scores.astype(np.int64)}
     if job.align:
         with stages.timed("locate"):
-            coords, cigars = sw_kernels.align(sequences.codes, starts[qk], lengths[qk], starts[tk], lengths[tk],
-                                              scores, job.scoring)
+            coords, cigars = sw_kernels.align(sequences.codes, starts[q_kept], lengths[q_kept], starts[t_in_buffer],
+                                              lengths[t_in_buffer], scores, job.scoring)
         for k, name in enumerate(ALIGNMENT_COLUMNS[:4]):
             rows[name] = coords[:, k].astype(np.int64)
         rows["cigar"] = np.asarray(cigars, dtype=object)
