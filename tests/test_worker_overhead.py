@@ -278,8 +278,16 @@ def test_end_hits_sorted_orders_by_row_then_end_keeping_ties(row_high, end_high)
 
 # ---- pinned staging buffers: one allocation for the worker's task threads -----
 
+def test_every_task_thread_of_a_gpu_worker_has_staging_in_the_one_allocation():
+    """kernels.cuda cannot import the cluster package (it knows no kernels), so the staging allocation's
+    thread count is its own constant: it must match the task threads a GPU worker runs."""
+    from seqsift import cluster
+
+    assert kernels_cuda.STAGING_THREADS == cluster.GPU_TASK_THREADS
+
+
 def test_task_threads_share_one_pinned_allocation(monkeypatch):
-    """Both task threads' staging buffers come from one cudaHostAlloc (CuPy replaced by a recorder: no GPU here)."""
+    """Every task thread's staging buffers come from one cudaHostAlloc (CuPy replaced by a recorder: no GPU here)."""
     import sys
     import types
 

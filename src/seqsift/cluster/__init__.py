@@ -4,9 +4,9 @@ This package starts and connects clusters and knows nothing of kernels or
 search jobs (DESIGN.md, "cluster").
 
 * GPUs visible and ``backend="cuda"``: a ``dask_cuda.LocalCUDACluster`` with
-  one worker per GPU (``gpus`` picks which), two task threads each. When the
-  job's one GPU is the only one visible, :func:`connect` runs its two task
-  threads in this process instead, without Dask (:class:`threads.TaskThreads`;
+  one worker per GPU (``gpus`` picks which), :data:`GPU_TASK_THREADS` task
+  threads each. When the job's one GPU is the only one visible,
+  :func:`connect` runs those task threads in this process instead, without Dask (:class:`threads.TaskThreads`;
   with ``dashboard=True``, Dask's in-process cluster, whose dashboard shows
   them): measured on CPU, a worker process costs 1.3 s to start, 0.8 s to
   stop and its first task loads seqsift again (2.6 s per job in all)
@@ -72,6 +72,14 @@ DASHBOARD_ADDRESS = "127.0.0.1:8787"
 NO_DASHBOARD_ADDRESS = "127.0.0.1:0"
 """Where the scheduler's (route-less) HTTP server listens without a dashboard: any free port."""
 
+GPU_TASK_THREADS = 4
+"""Task threads per GPU worker. While one thread's kernels run, the others read their next chunks
+into pinned buffers, upload and encode them, and turn hits into rows, so the GPU waits less for the
+host. On the H100 host (benchmarks/README.md, 2026-11-28), 4 threads instead of 2 took the
+hg38-shaped edit job from 3.80-4.43 to 3.59-4.22 s and the Hamming job from 4.66-4.70 to 4.32-4.50 s
+(each pair of runs alternated, every one faster), and left crispr and screen as they were.
+``kernels.cuda.STAGING_THREADS`` allocates their pinned buffers together and must equal this."""
+
 NUMBA_THREADS_VARIABLE = "SEQSIFT_NUMBA_THREADS"
 """Environment variable with a CPU worker's share of the cores for Numba's pool."""
 
@@ -133,7 +141,7 @@ def connect(backend: str = "cpu", *, workers: int | None = None, gpus: Sequence[
         yield _kept.client  # seqsift serve's cluster: it outlives the job
         return
     if backend == "cuda" and gpu_worker_in_process(gpus) and not dashboard:
-        with task_threads(2) as threads:
+        with task_threads(GPU_TASK_THREADS) as threads:
             yield threads
         return
     from distributed import Client
@@ -400,9 +408,9 @@ def _start_local_cluster(backend: str, *, workers: int | None, gpus: Sequence[in
         from dask_cuda import LocalCUDACluster
 
         visible = ",".join(str(g) for g in gpus) if gpus else None
-        # Two threads per GPU worker: one task reads its chunk from the file while
+        # Several threads per GPU worker: tasks read their chunks from the file while
         # another's kernel runs, so the GPU does not wait for the host.
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=2, **common)
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=GPU_TASK_THREADS, **common)
     cores = cpu_cores()
     n_workers = workers or cores
     numba_threads_per_worker = max(1, cores // n_workers)
@@ -422,13 +430,13 @@ def gpu_worker_in_process(gpus: Sequence[int] | None) -> bool:
 
 
 def in_process_gpu_cluster(*, dashboard: bool = False) -> LocalCluster:
-    """One worker with two task threads in this process, for this process's one GPU, when a dashboard
+    """One worker with GPU_TASK_THREADS task threads in this process, for this process's one GPU, when a dashboard
     is asked for (else :class:`TaskThreads`, without Dask).
 
     A worker that dies here takes the client with it, so there is no Dask
     retry on a lost worker: on one GPU there was no other worker to retry on.
     """
-    return in_process_cluster(2, dashboard=dashboard)
+    return in_process_cluster(GPU_TASK_THREADS, dashboard=dashboard)
 
 
 def in_process_cluster(threads: int, *, dashboard: bool = False) -> LocalCluster:

@@ -96,8 +96,9 @@ def to_device_text(text):
 
 STAGE_BYTES = 32 << 20
 """Bytes per pinned staging buffer; each task thread has two and alternates them."""
-STAGING_THREADS = 2
-"""Task threads per GPU worker (seqsift.cluster): staging buffers for this many are allocated together."""
+STAGING_THREADS = 4
+"""Task threads per GPU worker (seqsift.cluster.GPU_TASK_THREADS, which this package does not import):
+staging buffers for this many are allocated together (256 MiB of pinned memory in all)."""
 ENCODE_THREADS = 256
 WINDOW_ALIGN = 256
 """Byte alignment of every window's device array (the Hamming kernels read 16-byte vectors)."""
@@ -220,8 +221,8 @@ class _Uploader(threading.local):
     """This thread's copy stream and its two pinned staging buffers (taken on first use).
 
     The stream does not synchronise with the legacy default stream the search
-    kernels run on, so one task thread's upload and encoding overlap the other
-    thread's search (two task threads per GPU worker: seqsift.cluster).
+    kernels run on, so one task thread's upload and encoding overlap another
+    thread's search (several task threads per GPU worker: seqsift.cluster).
     """
 
     stream = None
@@ -417,7 +418,7 @@ _turns_lock = threading.Lock()
 @contextmanager
 def device_turn():
     """The current GPU to this thread's kernels alone, from their launch until their results are back
-    on the host: one task thread of a worker at a time, the other doing its host work meanwhile.
+    on the host: one task thread of a worker at a time, the others doing their host work meanwhile.
 
     Two task threads whose kernels each fill the GPU share it when launched
     together, and so end together: both then did their host work at once

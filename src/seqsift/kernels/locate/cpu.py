@@ -50,7 +50,7 @@ def _matches(mask, code, exact_bytes=False):
     return ((mask >> code) & 1) == 1
 
 
-# nogil: a GPU worker's two task threads locate hits while the other's kernel runs,
+# nogil: a GPU worker's task threads locate hits while another's kernel runs,
 # in the same process as the client's merge when the worker runs in-process (seqsift.cluster).
 @njit(parallel=True, cache=True, nogil=True)
 def hamming_ops(text, code_of, masks, lengths, rows, ends, op_offsets, ops, starts, status, exact_bytes=False):
