@@ -65,6 +65,13 @@ def test_leading_blanks_are_not_part_of_the_name():
     assert list(headers) == ["  chr1 desc", "\tchr2", "chr3  ", "\x1cchr4\x1d x"]
 
 
+def test_a_leading_blank_is_not_part_of_a_name_without_description():
+    """A header of its name alone after blanks ('> chr1'): the name without them, as samtools names it,
+    and the header line kept (it is more than the name)."""
+    names, headers = first_words(b" x3\nb")
+    assert list(names) == ["x3", "b"] and list(headers) == [" x3", "b"]
+
+
 def _strings(rng: random.Random, count: int) -> list[str]:
     return ["".join(rng.choice("acgtN_é漢 ") for _ in range(rng.randint(1, 8))) for _ in range(count)]
 

@@ -602,7 +602,7 @@ def first_words(lines: bytes) -> tuple[TextList, TextList] | None:
     if (name_start >= line_end).any():
         return None
     name_end = blanks[np.searchsorted(blanks, name_start)]
-    if (name_end == line_end).all():
+    if (name_end == line_end).all() and (name_start == line_start).all():   # every line is its name
         return headers, headers
     # Kept: each name, and its line's newline (right after the name where the line has nothing more).
     width = name_end - name_start
