@@ -122,3 +122,24 @@ def test_a_string_with_a_newline_is_refused():
         TextList.of(["a", "b\nc"])
     with pytest.raises(ValueError):
         TextList.of_lines(b"a\nb")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_all_distinct_says_what_a_set_says(seed):
+    """Names with and without a repeat, of 0 to 80 bytes (past the hashed width: the set decides),
+    with bytes that the hash's zero padding could confuse (a trailing NUL) and non-ASCII letters."""
+    rng = random.Random(seed)
+    longest = rng.choice([3, 8, 9, 64, 80])
+    strings = ["".join(rng.choice("ab\x00é") for _ in range(rng.randint(0, longest))) for _ in range(rng.randint(0, 300))]
+    strings = list(dict.fromkeys(strings))            # distinct
+    if seed % 2 and strings:
+        strings.insert(rng.randrange(len(strings) + 1), rng.choice(strings))   # one repeat
+    assert TextList.of(strings).all_distinct() == (len(set(strings)) == len(strings))
+
+
+def test_all_distinct_is_exact_when_every_hash_collides(monkeypatch):
+    """A multiplier of 0 hashes every string alike: the set must settle it both ways."""
+    from seqsift.io import text_list
+    monkeypatch.setattr(text_list, "_MIX", np.uint64(0))
+    assert TextList.of(["chr1", "chr2", "chr10"]).all_distinct()
+    assert not TextList.of(["chr1", "chr2", "chr1"]).all_distinct()

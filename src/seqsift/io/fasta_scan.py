@@ -343,6 +343,8 @@ class _Lines:
     header: np.ndarray       # bool: the line starts with '>' (a run of one)
     count: np.ndarray        # lines in the run
     header_text: bytes        # the header lines without '>' and line ending, joined by '\n' (b"": none)
+    names: tuple[TextList, TextList] | None  # first_words(header_text), found on the scanning thread (None:
+                                             # no header, or left to names_and_headers' slow path)
     sequence: np.ndarray | None  # the block's sequence bytes (no headers, no line endings)
     before_first_header: int  # sequence bytes that precede the block's first header (-1: no header)
     non_ascii: bool           # a byte >= 0x80 outside the header lines
@@ -384,6 +386,7 @@ def _scan_block(block: _Block) -> _Lines:
     heads = np.flatnonzero(header)  # (a header line is never cut: see _cut)
     text_ends = ends[heads] - carriage[heads]
     header_text = joined_lines(data, starts[heads] + 1, text_ends)
+    names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
 
     lines = len(length)
     change = np.ones(lines, dtype=bool)  # where a run starts
@@ -400,7 +403,7 @@ def _scan_block(block: _Block) -> _Lines:
         sequence, before_first = _sequence_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
     non_ascii = bool(sequence.size and sequence.max() >= 0x80)
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
-                  count=run_lines, header_text=header_text, sequence=sequence,
+                  count=run_lines, header_text=header_text, names=names, sequence=sequence,
                   before_first_header=before_first, non_ascii=non_ascii, continues_line=block.continues_line)
 
 
@@ -640,6 +643,18 @@ def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[TextList,
     return TextList.of(names), TextList.of(headers)
 
 
+def _names_of(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextList]:
+    """The records' names and header lines: the blocks' own (ASCII headers, each with a name) joined,
+    else :func:`names_and_headers` over all the header lines at once."""
+    with_headers = [part for part in parts if part.header.any()]
+    if not with_headers or any(part.names is None for part in with_headers):
+        return names_and_headers([part.header_text for part in with_headers], header_errors)
+    names = TextList.concatenate(part.names[0] for part in with_headers)
+    if all(part.names[0] is part.names[1] for part in with_headers):   # no header has a description
+        return names, names
+    return names, TextList.concatenate(part.names[1] for part in with_headers)
+
+
 def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: str = "strict") -> FastaLayout:
     """The records' .fai columns from the runs of lines; RaggedRecord names the first bad line."""
     empty = FastaLayout(TextList.of(()), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
@@ -648,7 +663,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     length, carriage, newline, header, count = _join_lines(parts)
     run_bytes = length * count
     total_bytes = int(run_bytes.sum())
-    names, headers = names_and_headers([part.header_text for part in parts if part.header.any()], header_errors)
+    names, headers = _names_of(parts, header_errors)
     described = headers != names
     heads = np.flatnonzero(header)
     if not len(heads):

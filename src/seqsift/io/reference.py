@@ -926,13 +926,13 @@ def _check_records(names: Sequence[str], lengths: np.ndarray, display: str) -> N
 
     Records without bases (a filtered contig's header left behind) hold no
     hit; they are kept, so that record numbers stay those of the file, and
-    said once. Written for a million records: one set of the names' bytes
-    (a TextList's text split, no str decoded), a loop only to name the
+    said once. Written for a million records: the names' hashes sorted
+    (:meth:`TextList.all_distinct`, no str decoded), a loop only to name the
     duplicate in the message.
     """
     if not names:
         raise InputError(f"{display}: contains no FASTA records")
-    if len(set(TextList.of(names).joined().split(b"\n"))) != len(names):
+    if not TextList.of(names).all_distinct():
         first_seen: dict[str, int] = {}
         for i, name in enumerate(names):
             if name in first_seen:

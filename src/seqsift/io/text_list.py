@@ -29,6 +29,8 @@ import numpy as np
 __all__ = ["TextList"]
 
 _NEWLINE = ord("\n")
+_HASHED_BYTES = 64   # TextList.all_distinct hashes strings up to this long (record names are)
+_MIX = np.uint64(0x9E3779B97F4A7C15)   # an odd 64-bit multiplier (2^64 / the golden ratio)
 
 
 class TextList(Sequence):
@@ -133,6 +135,34 @@ class TextList(Sequence):
     def joined(self) -> bytes:
         """``"\\n".join(self).encode()``: the strings joined by newlines, without the last one."""
         return self.text[:-1]
+
+    def all_distinct(self) -> bool:
+        """Whether no string is there twice: what ``len(set(self)) == len(self)`` says, for a million
+        record names in a tenth of the time, without a str or bytes object per string.
+
+        Each string is hashed by NumPy (its bytes, zero-padded to whole 8-byte words, mixed a word at a
+        time with its length) and the hashes sorted: distinct hashes mean distinct strings. Equal
+        hashes (a string twice, or by chance) and strings longer than :data:`_HASHED_BYTES` are settled
+        by the set of the strings' bytes, so the answer is always exact.
+        """
+        count = len(self.ends)
+        if count < 2:
+            return True
+        offsets, data = self.packed()
+        widths = np.diff(offsets)
+        words = -(-int(widths.max()) // 8)
+        if words * 8 <= _HASHED_BYTES:
+            padded = np.zeros((count, words * 8), np.uint8)
+            padded[np.arange(words * 8) < widths[:, None]] = data
+            hashes = widths.astype(np.uint64)
+            with np.errstate(over="ignore"):
+                for word in padded.view(np.uint64).T:
+                    hashes = (hashes ^ word) * _MIX
+                    hashes ^= hashes >> np.uint64(29)
+            hashes.sort()
+            if not (hashes[1:] == hashes[:-1]).any():
+                return True
+        return len(set(self.joined().split(b"\n"))) == count
 
     def packed(self) -> tuple[np.ndarray, np.ndarray]:
         """(offsets, data): the strings' UTF-8 bytes back to back (``data``, uint8) and where each
