@@ -19,6 +19,7 @@ import numpy as np
 from ..alphabet import NEVER
 from ..pattern_set import PatternBatch
 from . import EndHits
+from .threads import PARALLEL_REGIONS
 
 
 _SLOTS_BUDGET = 1 << 21
@@ -66,7 +67,8 @@ def run_buffered_tasks(kernel, n_tasks: int, args: tuple) -> EndHits:
     row = np.empty(n_tasks * cap, np.int32)
     end = np.empty(n_tasks * cap, np.int64)
     dist = np.empty(n_tasks * cap, np.int16)
-    counts = kernel(task_ids, offsets, caps, row, end, dist, *args)
+    with PARALLEL_REGIONS:
+        counts = kernel(task_ids, offsets, caps, row, end, dist, *args)
 
     over = np.flatnonzero(counts > cap)
     kept = np.where(counts > cap, 0, counts)
@@ -83,7 +85,8 @@ def run_buffered_tasks(kernel, n_tasks: int, args: tuple) -> EndHits:
         row2 = np.empty(size, np.int32)
         end2 = np.empty(size, np.int64)
         dist2 = np.empty(size, np.int16)
-        kernel(over.astype(np.int64), offsets2, exact, row2, end2, dist2, *args)
+        with PARALLEL_REGIONS:
+            kernel(over.astype(np.int64), offsets2, exact, row2, end2, dist2, *args)
         parts.append(EndHits(row2, end2, dist2))
     return concat_hits(parts)
 

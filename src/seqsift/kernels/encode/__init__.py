@@ -27,7 +27,9 @@ def pack_records_cpu(raw: np.ndarray, raw_starts: np.ndarray, text_starts: np.nd
         for source, target, length in zip(raw_starts.tolist(), text_starts.tolist(), lengths.tolist()):
             np.take(table, raw[source:source + length], out=out[target:target + length], mode="clip")
     else:
+        from ..threads import PARALLEL_REGIONS
         from .cpu import pack
 
-        pack(raw, raw_starts, text_starts, lengths, table, out)
+        with PARALLEL_REGIONS:
+            pack(raw, raw_starts, text_starts, lengths, table, out)
     return out

@@ -63,11 +63,13 @@ def locate_packed(metric: str, text, batch, row: np.ndarray, end: np.ndarray, di
                                                                           lowest)
         check_located(status, row, end, distance)
         return starts, gather_spans(cigars, cigar_at, cigar_at + cigar_length)
+    from ..threads import PARALLEL_REGIONS
     from . import cpu
 
-    starts, ops, op_offsets, op_counts = cpu.locate_ops(
-        metric, text, batch.masks, batch.lengths, row, end, distance,
-        exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of, lowest=lowest)
+    with PARALLEL_REGIONS:
+        starts, ops, op_offsets, op_counts = cpu.locate_ops(
+            metric, text, batch.masks, batch.lengths, row, end, distance,
+            exact_bytes=getattr(batch, "alphabet", "dna") == "bytes", code_of=code_of, lowest=lowest)
     return starts, cpu.cigar_buffer(ops, op_offsets, op_counts)
 
 

@@ -60,12 +60,13 @@ pairs that pass a threshold, on the host.
 """
 from __future__ import annotations
 
-import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import ALGORITHMS, resolve_kernel
+from ..threads import PARALLEL_REGIONS
 from .constants import DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant
 
 # cpu.py (Numba) is imported by the functions that run on the CPU, not here: a GPU screen never loads Numba.
@@ -448,18 +449,19 @@ def buffer_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, 
     else:
         candidates = None
     kernel = resolve_kernel(algorithm, backend, buffer=True)
-    if kernel is not None:
-        result = kernel(codes, x_start, x_len, y_start, y_len, scoring, product=product, threshold=threshold)
-    elif 0 in shape:
-        result = np.zeros(shape, np.int32 if threshold is None else bool)
-    else:
-        x, y = _gathered(codes, x_start, x_len, y_start, y_len, product)
-        options = dict(word_bits=word_bits, min_length=int(min(np.max(x_len), np.max(y_len))))
-        if threshold is None:
-            result = pair_scores(algorithm, backend, x, y, scoring, **options)
+    with PARALLEL_REGIONS if backend == "cpu" else nullcontext():   # (the GPU's task threads never wait)
+        if kernel is not None:
+            result = kernel(codes, x_start, x_len, y_start, y_len, scoring, product=product, threshold=threshold)
+        elif 0 in shape:
+            result = np.zeros(shape, np.int32 if threshold is None else bool)
         else:
-            result = pairs_reaching(algorithm, backend, x, y, scoring, threshold, **options)
-        result = np.asarray(result).reshape(shape)
+            x, y = _gathered(codes, x_start, x_len, y_start, y_len, product)
+            options = dict(word_bits=word_bits, min_length=int(min(np.max(x_len), np.max(y_len))))
+            if threshold is None:
+                result = pair_scores(algorithm, backend, x, y, scoring, **options)
+            else:
+                result = pairs_reaching(algorithm, backend, x, y, scoring, threshold, **options)
+            result = np.asarray(result).reshape(shape)
     return result if candidates is None else result & candidates
 
 
@@ -478,8 +480,9 @@ def base_counts(codes, starts, lengths) -> np.ndarray:
 
     counts = np.zeros((len(starts), 4), np.int32)
     if len(starts):
-        sw_cpu.count_bases(np.ascontiguousarray(codes, dtype=np.uint8), np.ascontiguousarray(starts, np.int64),
-                           np.ascontiguousarray(lengths, np.int64), counts)
+        with PARALLEL_REGIONS:
+            sw_cpu.count_bases(np.ascontiguousarray(codes, dtype=np.uint8), np.ascontiguousarray(starts, np.int64),
+                               np.ascontiguousarray(lengths, np.int64), counts)
     return counts
 
 
@@ -583,12 +586,10 @@ def affine_algorithms() -> list[str]:
 MAX_ALIGN_CELLS = 1 << 31
 """Largest traceback matrix (bytes) one alignment may use."""
 
-_ALIGNING = threading.Lock()
-"""One :func:`align` at a time in a process. Its Numba drivers release the GIL (``nogil``), so that a
-GPU screen's other task thread launches its kernels meanwhile (the GIL held through the alignments had
-left the GPU idle: 1.7 s of the issue-26 screen on the H100 host); two alignments at once would gain
-nothing (each runs on every core) and Numba's ``workqueue`` threading layer, where neither OpenMP nor
-TBB is found, refuses two parallel regions at once."""
+# One align at a time in a process (kernels.threads.PARALLEL_REGIONS). Its Numba drivers release the GIL
+# (nogil), so that a GPU screen's other task threads launch their kernels meanwhile (the GIL held through
+# the alignments had left the GPU idle: 1.7 s of the issue-26 screen on the H100 host); two alignments at
+# once would gain nothing (each runs on every core).
 
 
 def align_soon(scoring: Scoring) -> None:
@@ -632,7 +633,7 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     ops = np.empty(int(room.sum()) + 1, np.uint8)
     op_counts = np.zeros(pairs, np.int64)
     status = np.zeros(pairs, np.int8)
-    with _ALIGNING:
+    with PARALLEL_REGIONS:
         if scoring.affine:   # three-state traceback (Gotoh); linear gaps keep their own, unchanged
             sw_cpu.align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, scoring.match,
                                       scoring.mismatch, scoring.open, scoring.extend, np.int64(max_cells),
