@@ -230,7 +230,7 @@ def test_one_gpu_job_runs_its_worker_in_this_process(monkeypatch):
     with cluster.in_process_gpu_cluster() as local, Client(local) as client:
         assert client.scheduler.address.startswith("inproc://")
         assert set(client.run(os.getpid).values()) == {os.getpid()}
-        assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [2]
+        assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [cluster.GPU_TASK_THREADS]
 
 
 def test_a_gpu_search_imports_no_numba():
