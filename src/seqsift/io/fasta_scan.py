@@ -113,29 +113,32 @@ def table_bytes(names: Sequence[str], columns: list[np.ndarray]) -> bytes:
     """Lines of ``name<TAB>column 0<TAB>...<TAB>column c-1``, UTF-8, each ending in a newline; ``names``
     hold no tab or line break, the columns non-negative integers.
 
-    Each line's numbers are written as rows of a matrix, every number right-aligned in a field as
-    wide as its column's widest (one NumPy divmod per decimal place), and the padding dropped by a
-    mask; the names' bytes are then merged in front of each row's part by one more mask.
+    Each line's part after its name is written as a column of a matrix with one row per character
+    place (a tab, then each number right-aligned in as many places as its column's widest, one NumPy
+    divmod per decimal place; the newline), whose rows are written whole; the matrix turned to one line
+    per row, a mask drops the padding, and one more mask merges the names' bytes in front of each part.
     """
     names = TextList.of(names)
     count = len(names)
-    name_widths = np.diff(names.ends, prepend=-1) - 1
-    parts, kept = [], []
-    for column in columns:
-        value = np.asarray(column, dtype=np.int64)
-        width = _decimal_digits(value)
-        widest = int(width.max(initial=1))
-        digits = np.empty((count, widest), np.uint8)
-        for place in range(widest - 1, -1, -1):     # the last digit first
+    values = [np.asarray(column, dtype=np.int64) for column in columns]
+    widths = [_decimal_digits(value) for value in values]
+    widest = [int(width.max(initial=1)) for width in widths]
+    places = sum(widest) + len(values) + 1
+    chars = np.empty((places, count), np.uint8)
+    kept = np.empty((places, count), bool)
+    place = 0
+    for value, width, wide in zip(values, widths, widest):
+        chars[place], kept[place] = ord("\t"), True
+        for digit_place in range(place + wide, place, -1):     # the last digit first
             value, digit = np.divmod(value, 10)
-            digits[:, place] = digit + ord("0")
-        parts += [np.full((count, 1), ord("\t"), np.uint8), digits]
-        kept += [np.ones((count, 1), bool), np.arange(widest) >= (widest - width)[:, None]]
-    parts.append(np.full((count, 1), ord("\n"), np.uint8))
-    kept.append(np.ones((count, 1), bool))
-    kept_matrix = np.hstack(kept)
-    numbers = np.hstack(parts)[kept_matrix]        # each line's part after its name, in line order
-    number_widths = kept_matrix.sum(axis=1)
+            np.add(digit, ord("0"), out=chars[digit_place], casting="unsafe")
+            np.greater_equal(width, place + wide + 1 - digit_place, out=kept[digit_place])
+        place += wide + 1
+    chars[place], kept[place] = ord("\n"), True
+    line_kept = np.ascontiguousarray(kept.T)
+    numbers = np.ascontiguousarray(chars.T)[line_kept]   # each line's part after its name, in line order
+    number_widths = line_kept.sum(axis=1)
+    name_widths = np.diff(names.ends, prepend=-1) - 1
     # name, numbers, name, numbers, ...: True for a name's bytes, False for the numbers'
     is_name = np.repeat(np.tile(np.array([True, False]), count), np.column_stack((name_widths, number_widths)).ravel())
     out = np.empty(len(is_name), np.uint8)
