@@ -16,7 +16,6 @@ import sys
 import textwrap
 
 import numpy as np
-import pytest
 
 from console import seqsift_command
 
@@ -85,7 +84,7 @@ _THREADED_SEARCH = textwrap.dedent("""
 def test_a_users_threaded_dask_worker_searches_on_the_workqueue_layer(tmp_path):
     reference = tmp_path / "many.fa"
     guides = ["GACCTGATCGATTCAGGCTA", "TTGACCGATAGCCTAGGACT"]
-    planted = _genome_with_sites(reference, guides)
+    _genome_with_sites(reference, guides)
     (tmp_path / "patterns.txt").write_text("\n".join(guides) + "\n")
     script = tmp_path / "threaded_search.py"
     script.write_text(_THREADED_SEARCH)
@@ -99,9 +98,3 @@ def test_a_users_threaded_dask_worker_searches_on_the_workqueue_layer(tmp_path):
     assert outputs[2] == outputs[1]
     # the sites planted with at most 2 mismatches (copies 0, 1, 2 of every 4): edit distance <= 2
     assert len(outputs[2].splitlines()) - 1 >= sum(1 for copy in range(10) if copy % 4 <= 2) * len(guides)
-
-
-@pytest.fixture(autouse=True)
-def _numba_present():
-    pytest.importorskip("numba")
-    pytest.importorskip("distributed")

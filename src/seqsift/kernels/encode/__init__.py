@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..threads import PARALLEL_REGIONS
+
 SLICED_RECORDS = 10_000
 """Up to this many records a text is packed a NumPy slice per record (about a microsecond each); more
 go to the Numba loop (``cpu.py``, imported only then). Few records are where slices win: a long record
@@ -27,7 +29,6 @@ def pack_records_cpu(raw: np.ndarray, raw_starts: np.ndarray, text_starts: np.nd
         for source, target, length in zip(raw_starts.tolist(), text_starts.tolist(), lengths.tolist()):
             np.take(table, raw[source:source + length], out=out[target:target + length], mode="clip")
     else:
-        from ..threads import PARALLEL_REGIONS
         from .cpu import pack
 
         with PARALLEL_REGIONS:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..threads import PARALLEL_REGIONS
+
 BAD_WINDOW = 1
 """Status of a hit whose window is not inside the text."""
 BAD_DISTANCE = 2
@@ -63,7 +65,6 @@ def locate_packed(metric: str, text, batch, row: np.ndarray, end: np.ndarray, di
                                                                           lowest)
         check_located(status, row, end, distance)
         return starts, gather_spans(cigars, cigar_at, cigar_at + cigar_length)
-    from ..threads import PARALLEL_REGIONS
     from . import cpu
 
     with PARALLEL_REGIONS:

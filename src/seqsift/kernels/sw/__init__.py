@@ -586,11 +586,6 @@ def affine_algorithms() -> list[str]:
 MAX_ALIGN_CELLS = 1 << 31
 """Largest traceback matrix (bytes) one alignment may use."""
 
-# One align at a time in a process (kernels.threads.PARALLEL_REGIONS). Its Numba drivers release the GIL
-# (nogil), so that a GPU screen's other task threads launch their kernels meanwhile (the GIL held through
-# the alignments had left the GPU idle: 1.7 s of the issue-26 screen on the H100 host); two alignments at
-# once would gain nothing (each runs on every core).
-
 
 def align_soon(scoring: Scoring) -> None:
     """Begin readying :func:`align`'s SIMD lanes for ``scoring``'s gap model on a thread of its own:
@@ -633,6 +628,10 @@ def align(codes, q_start, q_len, t_start, t_len, scores, scoring: Scoring,
     ops = np.empty(int(room.sum()) + 1, np.uint8)
     op_counts = np.zeros(pairs, np.int64)
     status = np.zeros(pairs, np.int8)
+    # One align at a time in a process. Its Numba drivers release the GIL (nogil), so that a GPU screen's
+    # other task threads launch their kernels meanwhile (the GIL held through the alignments had left the
+    # GPU idle: 1.7 s of the issue-26 screen on the H100 host); two at once would gain nothing (each runs
+    # on every core).
     with PARALLEL_REGIONS:
         if scoring.affine:   # three-state traceback (Gotoh); linear gaps keep their own, unchanged
             sw_cpu.align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, scoring.match,
