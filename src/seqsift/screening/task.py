@@ -176,9 +176,10 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
         import pandas as pd
         qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
         return pd.DataFrame({"query": qi, "target": ti, "score": scores.astype(np.int64)})
-    # Screening: pairs whose base counts bound their score below the threshold are out without any DP
-    # (exact); which of the others reach it (flag kernels that stop once a pair is decided), then the
-    # scores of those few. On a GPU both in one turn of the device (kernels.cuda.device_turn), so that
+    # Screening: pairs whose base counts, or too few q-grams shared near one diagonal, bound their score
+    # below the threshold are out without any DP (exact; buffer_scores); which of the others reach it (flag
+    # kernels that stop once a pair is decided, on the q-gram filter's windows where it ran), then the
+    # scores of those few (on their windows likewise: sw_kernels.scores_of_passing). On a GPU both in one turn of the device (kernels.cuda.device_turn), so that
     # this task's alignments and rows overlap the other task thread's kernels.
     with stages.timed("kernel", device=on_device):
         sides = _kernel_sides(task, job, codes, job.threshold)
@@ -187,8 +188,8 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
             q_kept, t_kept = task.pairs_at(keep)
             t_in_buffer = sequences.queries + t_kept   # targets follow the queries in the code buffer
             x, y = _shorter_first(lengths, q_kept, t_in_buffer)
-            scores = (sw_kernels.buffer_scores(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
-                                               lengths[y], job.scoring, product=False, **options)
+            scores = (sw_kernels.scores_of_passing(algorithm, job.backend, codes, starts[x], lengths[x], starts[y],
+                                                   lengths[y], job.scoring, job.threshold, **options)
                       if keep.size else np.zeros(0, np.int32))
     rows = {"query": q_kept, "target": t_kept, "score": scores.astype(np.int64)}
     if job.align:

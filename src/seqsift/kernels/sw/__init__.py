@@ -72,7 +72,7 @@ from .constants import DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant
 # cpu.py (Numba) is imported by the functions that run on the CPU, not here: a GPU screen never loads Numba.
 
 __all__ = ["Scoring", "sw_algorithms", "affine_algorithms", "score_bits", "reach_bits", "pair_scores",
-           "pairs_reaching", "buffer_scores", "align", "align_soon", "base_counts", "composition_bound", "GPU_SCORE_WIDTHS"]
+           "pairs_reaching", "buffer_scores", "align", "align_soon", "base_counts", "composition_bound", "qgram_filter", "scores_of_passing", "GPU_SCORE_WIDTHS"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""
@@ -427,27 +427,42 @@ def buffer_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, 
 
     ``bound``: an upper bound of each pair's score, shaped like the result (:func:`composition_bound`);
     with a threshold, pairs bounded below it are False without any DP (all-vs-all tiles still run
-    whole unless no pair is left).
+    whole unless no pair is left). With a threshold the q-gram filter (:func:`qgram_filter`) runs too
+    where the scoring lets it screen: the pairs it keeps are answered on their windows of y.
     """
     shape = (len(x_start), len(y_start)) if product else (len(x_start),)
     if threshold is not None and threshold <= 0:
         return np.ones(shape, bool)
-    if threshold is not None and bound is not None:
-        candidates = np.asarray(bound) >= threshold
+    candidates = None if threshold is None or bound is None else np.asarray(bound) >= threshold
+    windows = (None if threshold is None or (candidates is not None and not candidates.any())
+               else qgram_filter(codes, x_start, x_len, y_start, y_len, scoring, threshold, product=product))
+    if windows is not None:
+        candidates = windows.may if candidates is None else candidates & windows.may
+    if candidates is not None:
         if not candidates.any():
             return np.zeros(shape, bool)
-        # a tile with few pairs left, or a list with some pairs out: the pairs left alone, as a list of pairs
-        if (candidates.mean() < 0.5) if product else (not candidates.all()):
+        # a tile with few pairs left, a list with some pairs out, or pairs with windows: the pairs left
+        # alone, as a list of pairs
+        if windows is not None or ((candidates.mean() < 0.5) if product else (not candidates.all())):
             kept = np.nonzero(candidates)   # (x index, y index) per pair of a tile; (pair index,) of a list
             xi, yi = kept if product else (kept[0], kept[0])
+            kept_y_start, kept_y_len = np.asarray(y_start)[yi], np.asarray(y_len)[yi]
+            if windows is not None:
+                y_from, y_to = windows.windows(kept)
+                kept_y_start, kept_y_len = kept_y_start + y_from, y_to - y_from
             reached = np.zeros(shape, bool)
-            reached[kept] = buffer_scores(algorithm, backend, codes, np.asarray(x_start)[xi],
-                                          np.asarray(x_len)[xi], np.asarray(y_start)[yi],
-                                          np.asarray(y_len)[yi], scoring, product=False, threshold=threshold,
-                                          word_bits=word_bits)
+            reached[kept] = _kernel_scores(algorithm, backend, codes, np.asarray(x_start)[xi], np.asarray(x_len)[xi],
+                                           kept_y_start, kept_y_len, scoring, False, threshold, word_bits)
             return reached
-    else:
-        candidates = None
+    result = _kernel_scores(algorithm, backend, codes, x_start, x_len, y_start, y_len, scoring, product, threshold,
+                            word_bits)
+    return result if candidates is None else result & candidates
+
+
+def _kernel_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, y_len, scoring: Scoring,
+                   product: bool, threshold, word_bits) -> np.ndarray:
+    """buffer_scores on the algorithm's buffer kernel or on matrices gathered from the buffer, no filter."""
+    shape = (len(x_start), len(y_start)) if product else (len(x_start),)
     kernel = resolve_kernel(algorithm, backend, buffer=True)
     with PARALLEL_REGIONS if backend == "cpu" else nullcontext():   # (the GPU's task threads never wait)
         if kernel is not None:
@@ -462,7 +477,7 @@ def buffer_scores(algorithm: str, backend: str, codes, x_start, x_len, y_start, 
             else:
                 result = pairs_reaching(algorithm, backend, x, y, scoring, threshold, **options)
             result = np.asarray(result).reshape(shape)
-    return result if candidates is None else result & candidates
+    return result
 
 
 # --------------------------------------------------------------------------
@@ -497,6 +512,148 @@ def composition_bound(x_counts, y_counts, scoring: Scoring) -> np.ndarray:
     with y_counts[None] bound every x with every y.
     """
     return scoring.match * np.minimum(x_counts, y_counts).sum(axis=-1, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------
+# The exact threshold filter, second stage: shared q-grams near one diagonal
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QgramFilter:
+    """Which pairs may reach a threshold T, told from their shared q-grams (the q-gram lemma of Jokinen
+    and Ukkonen 1991, counted on diagonal strips as SWIFT does: Rasmussen, Stoye and Myers 2006).
+
+    A local alignment of score S >= T with M matches has at most B = (c1 M - T) / p breaks, where
+    p = min(c2, O): a break is a mismatch column or a whole gap, and each costs at least p. Its matches
+    then form at most B + 1 runs, and a run of r matches holds r - q + 1 matching q-grams (x[i:i+q] ==
+    y[j:j+q], no N), so the alignment holds at least M - (B + 1)(q - 1) of them (``need``: the least
+    over every M the pairs allow). Their diagonals j - i move only at gaps, by the gap's length, so
+    they lie within ``span`` = 1 + (the longest total gap length S >= T allows) neighbouring
+    diagonals. A pair whose every strip of ``span`` diagonals holds fewer than ``need`` q-gram hits
+    therefore scores below T: it is out without any DP, exactly. The kernels count hits in bins of
+    2**width_shift >= span diagonals and take the best two neighbouring bins (every strip lies
+    within two), which can only count more.
+    """
+
+    q: int             # q-gram length (codes 0..3 only: a q-gram holding N matches nothing)
+    width_shift: int   # diagonal bins of 2**width_shift
+    need: int          # the hits a pair that may reach T has in some two neighbouring bins
+
+
+QGRAM_LENGTHS = (3, 4, 5)
+"""q-gram lengths the filter picks from (q = 5: an index of 4^5 words per sequence, 4 KiB of the GPU's
+shared memory per warp)."""
+
+
+def qgram_filter_plan(scoring: Scoring, threshold: int, shorter: int) -> QgramFilter | None:
+    """The q-gram filter for pairs whose shorter sequence is at most ``shorter`` long, or None where it
+    would keep (nearly) every pair: T within reach of random sequences, or gaps or mismatches free.
+
+    Of the q-gram lengths, the one whose ``need`` stands furthest above the hits two random sequences
+    share in two bins (x's q-grams against 2 x 2**width_shift diagonals, a hit 4^-q each; the longer
+    side does not matter: a diagonal strip crosses x once).
+    """
+    c1, c2, gap_open, gap_extend = scoring.match, scoring.mismatch, scoring.open, scoring.extend
+    threshold, shorter = int(threshold), int(shorter)
+    penalty = min(c2, gap_open)
+    if c1 <= 0 or threshold <= 0 or penalty <= 0 or gap_extend <= 0 or c1 * shorter < threshold:
+        return None
+    matches = np.arange(-(-threshold // c1), shorter + 1, dtype=np.int64)   # every M with c1 M >= T
+    budget = c1 * shorter - threshold                 # the most S >= T leaves for gaps and mismatches
+    longest_gap_total = max((budget - gap_open) // gap_extend + 1 if budget >= gap_open else 0,
+                            budget // gap_open)        # one long gap, or gaps of one position each
+    width_shift = int(longest_gap_total).bit_length()  # 2**shift > longest total: a bin holds a strip
+    breaks = (c1 * matches - threshold) // penalty
+    best = None
+    for q in QGRAM_LENGTHS:
+        need = int((matches - (breaks + 1) * (q - 1)).min())
+        random_hits = max(shorter - q + 1, 0) * 2 * (1 << width_shift) / 4.0 ** q
+        margin = (need - random_hits) / np.sqrt(random_hits + 1.0)
+        if need >= 1 and margin >= 4.0 and (best is None or margin > best[0]):
+            best = (margin, QgramFilter(q, width_shift, need))
+    return None if best is None else best[1]
+
+
+@dataclass(frozen=True)
+class QgramWindows:
+    """What the q-gram filter tells of each pair: whether it may reach the threshold (``may``, shaped as
+    buffer_scores' result), and, through :meth:`windows`, the window y[y_from:y_to] that holds every
+    alignment of it that may: the columns of the diagonals of its passing bins (QgramFilter), for every
+    row of x. A pair's score on its window is its whole score wherever that reaches the threshold (its
+    best alignment lies there), and below the threshold otherwise, so a window answers a threshold
+    exactly. ``first`` and ``last`` (its first and last passing bin) stay where the filter ran (host or
+    device): a tile's windows are taken only for the pairs kept."""
+
+    may: np.ndarray            # bool, on the host
+    first: object              # int32 or int64, shaped as ``may``, on the host or the device
+    last: object
+    x_len: np.ndarray
+    y_len: np.ndarray
+    plan: QgramFilter
+
+    def windows(self, kept: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(y_from, y_to), int64, of the pairs at ``kept`` (np.nonzero's index arrays of ``may``)."""
+        flat = np.ravel_multi_index(kept, self.may.shape)
+        if hasattr(self.first, "__cuda_array_interface__"):
+            import cupy
+
+            at = cupy.asarray(flat)
+            first, last = self.first.reshape(-1)[at].get(), self.last.reshape(-1)[at].get()
+        else:
+            first, last = self.first.reshape(-1)[flat], self.last.reshape(-1)[flat]
+        first, last = first.astype(np.int64), last.astype(np.int64)
+        m = self.x_len[kept[0]]
+        n = self.y_len[kept[1] if len(kept) == 2 else kept[0]]
+        # bins first..last + 1 hold diagonals j - i + m - q in [first w, (last + 2) w); rows i in [0, m)
+        width, q = 1 << self.plan.width_shift, self.plan.q
+        return np.clip(first * width - (m - q), 0, n), np.clip((last + 2) * width + q - 1, 0, n)
+
+
+def qgram_filter(codes, x_start, x_len, y_start, y_len, scoring: Scoring, threshold: int, *,
+                 product: bool) -> QgramWindows | None:
+    """The q-gram filter of every pair (every x with every y for a ``product``, else x[p] with y[p]): which
+    may reach ``threshold``, and where (:class:`QgramWindows`). None where no filter would screen these
+    pairs (:func:`qgram_filter_plan`). On the device where ``codes`` is a CuPy array (qgram.cu), else on
+    CPU cores (Numba). x should be the shorter side."""
+    x_len, y_len = np.asarray(x_len, np.int64), np.asarray(y_len, np.int64)
+    if len(x_len) == 0 or len(y_len) == 0:
+        return None
+    shorter = int(min(x_len.max(), y_len.max()) if product else np.minimum(x_len, y_len).max())
+    plan = qgram_filter_plan(scoring, threshold, shorter)
+    if plan is None:
+        return None
+    if hasattr(codes, "__cuda_array_interface__"):
+        from .cuda import qgram_filter_cuda
+
+        bins = qgram_filter_cuda(codes, x_start, x_len, y_start, y_len, plan, product=product)
+        if bins is None:
+            return None
+        first, last = bins
+        may = (first >= 0).get()
+    else:
+        from . import cpu as sw_cpu
+
+        shape = (len(x_len), len(y_len)) if product else (len(x_len),)
+        first, last = np.empty(shape, np.int64), np.empty(shape, np.int64)
+        with PARALLEL_REGIONS:
+            sw_cpu.qgram_filter(np.ascontiguousarray(codes, dtype=np.uint8), np.ascontiguousarray(x_start, np.int64),
+                                x_len, np.ascontiguousarray(y_start, np.int64), y_len, plan.q, plan.width_shift,
+                                plan.need, product, first.reshape(-1), last.reshape(-1))
+        may = first >= 0
+    return QgramWindows(may, first, last, x_len, y_len, plan)
+
+
+def scores_of_passing(algorithm: str, backend: str, codes, x_start, x_len, y_start, y_len, scoring: Scoring,
+                      threshold: int, **options) -> np.ndarray:
+    """Scores of pairs x[p], y[p] that each reach ``threshold`` (a flag kernel said so), computed on each
+    pair's q-gram window of y where the filter applies (:class:`QgramWindows`: exact, and a pair's DP
+    along a few hundred columns instead of its whole y), else as :func:`buffer_scores` computes them."""
+    windows = qgram_filter(codes, x_start, x_len, y_start, y_len, scoring, threshold, product=False)
+    if windows is not None:
+        y_from, y_to = windows.windows(np.nonzero(np.ones(len(x_len), bool)))
+        y_start, y_len = np.asarray(y_start, np.int64) + y_from, y_to - y_from
+    return buffer_scores(algorithm, backend, codes, x_start, x_len, y_start, y_len, scoring, product=False,
+                         **options)
 
 
 # --------------------------------------------------------------------------

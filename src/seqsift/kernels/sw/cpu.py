@@ -1329,3 +1329,91 @@ def count_bases(codes, starts, lengths, counts):
             c = codes[start + q]
             if c < CODE_N:
                 counts[k, c] += 1
+
+
+# --------------------------------------------------------------------------
+# The q-gram filter of threshold screening (kernels/sw/__init__.py, QgramFilter)
+# --------------------------------------------------------------------------
+
+@njit(cache=True)
+def _qgram_words(codes, start, length, q, words):
+    """words[j] = the word of codes[start + j:start + j + q] (2 bits a base), or -1 where it holds N, for
+    every j < length - q + 1; returns that count (0 when length < q)."""
+    mask = (1 << (2 * q)) - 1
+    word, run = 0, 0
+    for p in range(length):
+        c = codes[start + p]
+        run = run + 1 if c < CODE_N else 0
+        word = ((word << 2) | (c & 3)) & mask
+        if p >= q - 1:
+            words[p - q + 1] = word if run >= q else -1
+    return max(length - q + 1, 0)
+
+
+@njit(cache=True)
+def _index_qgrams(codes, start, length, q, heads, positions, words):
+    """Bucket the q-grams of codes[start:start + length] by word (none holding N): afterwards the
+    positions of word w are positions[heads[w - 1]:heads[w]] (heads[-1] read as 0)."""
+    grams = _qgram_words(codes, start, length, q, words)
+    heads[:] = 0
+    for i in range(grams):
+        if words[i] >= 0:
+            heads[words[i]] += 1
+    total = 0
+    for w in range(heads.shape[0]):   # exclusive prefix sums: heads[w] = where word w's bucket begins
+        count = heads[w]
+        heads[w] = total
+        total += count
+    for i in range(grams):            # each position at its bucket's next slot: heads[w] then ends at the
+        if words[i] >= 0:             # bucket's end, which is where word w + 1's begins
+            positions[heads[words[i]]] = i
+            heads[words[i]] += 1
+
+
+@njit(cache=True)
+def _passing_bins(codes, x_length, y_start, y_length, q, width_shift, need, heads, positions, bins, words):
+    """(first, last) bin b whose bins b and b + 1 of 2**width_shift diagonals (diagonal j - i + x_length - q,
+    so that every one is >= 0) hold ``need`` q-gram hits of y (codes[y_start:+y_length]) against the
+    indexed x between them; (-1, -1) where none does."""
+    count = ((y_length + x_length) >> width_shift) + 2
+    bins[:count] = 0
+    for j in range(_qgram_words(codes, y_start, y_length, q, words)):
+        word = words[j]
+        if word >= 0:
+            for e in range(heads[word - 1] if word > 0 else 0, heads[word]):
+                bins[(j - positions[e] + x_length - q) >> width_shift] += 1
+    first_bin, last_bin = -1, -1
+    for b in range(count - 1):
+        if bins[b] + bins[b + 1] >= need:
+            if first_bin < 0:
+                first_bin = b
+            last_bin = b
+    return first_bin, last_bin
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def qgram_filter(codes, x_start, x_len, y_start, y_len, q, width_shift, need, product, first, last):
+    """first[p], last[p] (flattened (x, y) for a product, x-major): pair p's first and last passing bin
+    (:func:`_passing_bins`), -1 where none passes, which proves its score below the threshold (QgramFilter)."""
+    buckets = 1 << (2 * q)
+    longest_y = y_len.max() if y_len.shape[0] else 0
+    if product:
+        for i in prange(x_start.shape[0]):
+            heads = np.empty(buckets, np.int64)
+            positions = np.empty(max(x_len[i], 1), np.int64)
+            words = np.empty(max(x_len[i], longest_y, 1), np.int64)
+            bins = np.empty(((longest_y + x_len[i]) >> width_shift) + 2, np.int64)
+            _index_qgrams(codes, x_start[i], x_len[i], q, heads, positions, words)
+            for k in range(y_start.shape[0]):
+                p = i * y_start.shape[0] + k
+                first[p], last[p] = _passing_bins(codes, x_len[i], y_start[k], y_len[k], q, width_shift, need,
+                                                  heads, positions, bins, words)
+    else:
+        for i in prange(x_start.shape[0]):
+            heads = np.empty(buckets, np.int64)
+            positions = np.empty(max(x_len[i], 1), np.int64)
+            words = np.empty(max(x_len[i], y_len[i], 1), np.int64)
+            bins = np.empty(((y_len[i] + x_len[i]) >> width_shift) + 2, np.int64)
+            _index_qgrams(codes, x_start[i], x_len[i], q, heads, positions, words)
+            first[i], last[i] = _passing_bins(codes, x_len[i], y_start[i], y_len[i], q, width_shift, need, heads,
+                                              positions, bins, words)

@@ -296,6 +296,57 @@ def count_bases_cuda(codes_dev, starts, lengths) -> np.ndarray:
     return counts.get()
 
 
+QGRAM_WARPS = 8
+"""Warps per block of qgram.cu's kernels."""
+QGRAM_X_PER_BLOCK = 64
+"""sw_qgram_tiles: xs per block (a block indexes one y, then its warps take these xs)."""
+
+
+def qgram_filter_cuda(codes_dev, x_start, x_len, y_start, y_len, plan, *, product: bool):
+    """qgram.cu's filter on sequences in one device code buffer: (first, last) passing bins per pair, int32
+    CuPy arrays, each (len x, len y) for a product, else (len x,); None where a sequence is past what
+    shared memory holds (an indexed sequence over 65,535 codes, or more diagonal bins than fit)."""
+    import cupy
+
+    from ..cuda import load_module, shared_memory_per_block
+
+    x_len, y_len = np.asarray(x_len, np.int64), np.asarray(y_len, np.int64)
+    x_count, y_count = len(x_len), len(y_len)
+    x_cap, y_cap = int(x_len.max()), int(y_len.max())
+    bin_cap = (int(((y_cap + x_cap) >> plan.width_shift) + 2) + 4 + 3) // 4 * 4   # qgram.cu reads 4 a time
+    words = 1 << (2 * plan.q)
+    limit = shared_memory_per_block(cupy.cuda.Device().id)
+    shape = (x_count, y_count) if product else (x_count,)
+    first, last = cupy.empty(shape, dtype=cupy.int32), cupy.empty(shape, dtype=cupy.int32)
+    module = load_module("sw/qgram.cu")
+    common = (np.int32(plan.q), np.int32(plan.width_shift), np.int32(plan.need))
+    if product:   # y's index and every warp's bins in one block
+        fixed = 4 * words + 2 * (y_cap + 1)
+        warps = min(QGRAM_WARPS, (limit - fixed) // (4 * bin_cap))
+        if y_cap > 0xFFFF or warps < 1:
+            return None
+        shared = fixed + 4 * warps * bin_cap
+        kernel = module.get_function("sw_qgram_tiles")
+        args = (cupy.asarray(codes_dev), _as_device(x_start, cupy.int64), _as_device(x_len, cupy.int32),
+                np.int64(x_count), _as_device(y_start, cupy.int64), _as_device(y_len, cupy.int32),
+                np.int64(y_count), np.int32(QGRAM_X_PER_BLOCK), *common, np.int32(bin_cap), first, last)
+        grid = (-(-x_count // QGRAM_X_PER_BLOCK), min(y_count, 65535))
+    else:         # each warp: its x's index and its bins
+        per_warp = 4 * (words + bin_cap + (x_cap + 7) // 8 * 4)   # qgram.cu's position_words
+        warps = min(QGRAM_WARPS, limit // per_warp)
+        if x_cap > 0xFFFF or warps < 1:
+            return None
+        shared = warps * per_warp
+        kernel = module.get_function("sw_qgram_pairs")
+        args = (cupy.asarray(codes_dev), _as_device(x_start, cupy.int64), _as_device(x_len, cupy.int32),
+                _as_device(y_start, cupy.int64), _as_device(y_len, cupy.int32), np.int64(x_count), *common,
+                np.int32(x_cap), np.int32(bin_cap), first, last)
+        grid = (-(-x_count // warps),)
+    kernel.max_dynamic_shared_size_bytes = shared
+    kernel(grid, (32 * warps,), args, shared_mem=shared)
+    return first, last
+
+
 def reach_z(scoring: Scoring, threshold: int) -> int | None:
     """The biased lane value of score T in dpx.cu (T + B + c2), or None where a lane cannot flag T exactly
     (T past the 16-bit lanes, or T < 1)."""
