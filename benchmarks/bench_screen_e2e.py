@@ -1,7 +1,7 @@
 """Issue 26's end-to-end screen: reads against targets, all-vs-all, threshold, FASTQ.gz in, Parquet out.
 
     python benchmarks/bench_screen_e2e.py --out DIR [--reads 100000] [--targets 1000] [--threshold 200]
-                                          [--align] [--kernel-reads 10000]
+                                          [--align] [--kernel-reads 10000] [--scoring 2,3,5,2]
 
 Writes DIR/targets.fa.gz (``--targets`` random sequences of 2,000 nt) and DIR/reads.fq.gz (``--reads``
 reads of 150 nt, each copied from a random place of a random target with 1% substitutions and 0.2%
@@ -10,7 +10,9 @@ the stage timers on (``SEQSIFT_STAGE_TIMES=1``, ``seqsift.runtime.stages``)::
 
     seqsift screen DIR/reads.fq.gz DIR/targets.fa.gz --all-vs-all --threshold T --no-align -o DIR/out.parquet
 
-(``--align``: with the alignments too). Random 150 x 2,000 pairs score 126-151 with the default
+(``--align``: with the alignments too; ``--scoring c1,c2,O,E``: that scoring, ``--match c1 --mismatch c2
+--gap-open O --gap-extend E``, the records named with ``-scoring-c1-c2-O-E``, e.g. 2,3,5,2 with T = 240,
+where the q-gram filter screens: a read against its source scores ~290, random pairs ~30). Random 150 x 2,000 pairs score 126-151 with the default
 scoring (c1 = 2, c2 = 1, g = 1: gaps are cheap, so random scores grow with length); a read against
 its source scores ~280: T = 200 keeps exactly the sources. Reported: the wall time, the startup
 before the CLI's main, the stages (read = read and encode both inputs; transfer = the codes to the
@@ -106,14 +108,22 @@ def main() -> int:
     ap.add_argument("--align", action="store_true", help="also run the job with its alignments")
     ap.add_argument("--kernel-reads", type=int, default=10_000)
     ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--scoring", help="c1,c2,O,E: match, mismatch, gap open, gap extend (default: the CLI's)")
     args = ap.parse_args()
+    scoring_argv, scoring_suffix = [], ""
+    if args.scoring:
+        c1, c2, gap_open, gap_extend = (int(v) for v in args.scoring.split(","))
+        scoring_argv = ["--match", str(c1), "--mismatch", str(c2), "--gap-open", str(gap_open),
+                        "--gap-extend", str(gap_extend)]
+        scoring_suffix = f"-scoring-{c1}-{c2}-{gap_open}-{gap_extend}"
     args.out.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
     read_file, target_file, sources = simulate(args.out, args.reads, args.targets)
     print(f"inputs written in {time.perf_counter() - began:.1f} s: {read_file.stat().st_size / 1e6:.1f} MB + "
           f"{target_file.stat().st_size / 1e6:.1f} MB gzip", flush=True)
     workload = (f"{args.reads:,} reads of {READ_LENGTH} nt (FASTQ.gz) x {args.targets:,} targets of "
-                f"{TARGET_LENGTH:,} nt (FASTA.gz), all-vs-all, threshold {args.threshold}, Parquet out")
+                f"{TARGET_LENGTH:,} nt (FASTA.gz), all-vs-all, threshold {args.threshold}, Parquet out"
+                + (f", scoring {args.scoring} (c1, c2, O, E)" if args.scoring else ""))
     cells = args.reads * args.targets * READ_LENGTH * TARGET_LENGTH
     records = []
     import pandas as pd
@@ -121,14 +131,14 @@ def main() -> int:
     for align in (False, True) if args.align else (False,):
         output = args.out / ("out_align.parquet" if align else "out.parquet")
         argv = ["screen", str(read_file), str(target_file), "--all-vs-all", "--threshold", str(args.threshold),
-                "--backend", args.backend, "-o", str(output)] + ([] if align else ["--no-align"])
+                "--backend", args.backend, "-o", str(output)] + ([] if align else ["--no-align"]) + scoring_argv
         env = dict(os.environ, SEQSIFT_BENCH_STAGES=str(args.out / "stages.json"))
         run = run_cli(argv, env)   # bench_end_to_end's harness: a fresh process, the stage timers on
         rows = pd.read_parquet(output)
         found = rows["query"].str.extract(r"_t(\d+)_")[0].astype(int).to_numpy() == \
             rows["target"].str.slice(1).astype(int).to_numpy()
         sources_found = int(np.count_nonzero(found))
-        name = "e2e-screen-100k-x-1000" + ("-align" if align else "")
+        name = "e2e-screen-100k-x-1000" + scoring_suffix + ("-align" if align else "")
         record = {"algorithm": name, "workload": workload + (", with alignments" if align else ", --no-align"),
                   "quantity": "cell_updates", "value": cells / run["wall_s"], "roof_fraction": None,
                   "paper_value": None, "time_s": run["wall_s"], "wall_s": run["wall_s"], "rows": len(rows),
@@ -139,7 +149,7 @@ def main() -> int:
         print(f"{name}: wall {run['wall_s']:.2f} s (startup {run['startup_s']:.2f}, main {run['cli_main_s']:.2f}); "
               f"stages: {stages}; {len(rows):,} rows, {sources_found:,} of {args.reads:,} reads with their source",
               flush=True)
-    if args.backend == "cuda" and args.kernel_reads:
+    if args.backend == "cuda" and args.kernel_reads and not args.scoring:
         alone = kernel_alone(read_file, target_file, min(args.kernel_reads, args.reads), args.threshold)
         for label, value in alone.items():
             records.append({"algorithm": f"sw-dpx tiles ({label}, kernel alone)",

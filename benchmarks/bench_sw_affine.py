@@ -15,6 +15,10 @@ c1 = 2, c2 = 3, O = 5, E = 2 (a gap of length L: -(O + (L - 1) E)).
 * threshold mode (T = 64 and 128, linear): the exact composition-bound filter over all pairs (device)
   plus the flag kernels that stop a warp once each of its pairs reached T, counted as pairs x m x n
   over the whole, the flags checked against the full scores; and the tile flag kernel alone;
+* threshold mode where a threshold screens (``qgram``: linear 2/3/5 and affine 2/3/5/2, T = 200, a
+  256 x 128 tile whose targets each hold a relative of one x): the q-gram filter on the device, then the
+  flag kernel on the pairs it keeps, against the flag kernel on the whole tile, both checked against the
+  full scores;
 * parasail 1.3 ``sw_scan_32`` on ``--check`` pairs (scores must equal), and
   ``sw_striped_16`` (affine; its fastest) on 16 processes for the rate;
 * GASAL2 (``--gasal2``: its test_prog, built with nvcc for sm_90) on the
@@ -170,6 +174,89 @@ def sass(out: Path):
     log("SASS saved")
 
 
+STRICT = {"sw-dpx": sw.Scoring(2, 3, 5), "sw-dpx-affine": sw.Scoring(2, 3, gap_open=5, gap_extend=2)}
+QGRAM_THRESHOLD = 200
+
+
+def planted_tile(rng, tx: int, ty: int):
+    """tx random x of M against ty random targets of N, target k holding, at a random place, a relative of
+    x 2k (3% substitutions, 1% single-base insertions and deletions): codes of one host buffer, and the
+    tile's (x_start, x_len, y_start, y_len)."""
+    x = rng.integers(0, 4, (tx, M), dtype=np.uint8)
+    y = rng.integers(0, 4, (ty, N), dtype=np.uint8)
+    for k in range(min(ty, tx // 2)):
+        copy = x[2 * k].copy()
+        hit = rng.random(M)
+        copy[hit < 0.03] = rng.integers(0, 4, int((hit < 0.03).sum()))
+        copy = np.delete(copy, np.flatnonzero(hit > 0.99))
+        at = int(rng.integers(0, N - 2 * M))
+        y[k, at:at + copy.size] = copy
+    buffer = np.concatenate([x.reshape(-1), y.reshape(-1)])
+    return buffer, (np.arange(tx, dtype=np.int64) * M, np.full(tx, M, np.int64),
+                    tx * M + np.arange(ty, dtype=np.int64) * N, np.full(ty, N, np.int64))
+
+
+def qgram_section(rng, pairs: int, repeats: int) -> list[dict]:
+    """Threshold mode where a threshold screens: buffer_scores with a threshold (the q-gram filter, qgram.cu,
+    on the device, then the flag kernel on the kept pairs' windows of y; a host call timed whole, as the
+    screen's task makes it, median of ``repeats`` after a warm-up) against the flag kernel alone on the
+    whole tile; the same passing pairs as the full scores >= T. Counted as the issue counts it, tile pairs
+    x m x n."""
+    import cupy
+
+    tx, ty = 256, pairs // 256
+    host, tile = planted_tile(rng, tx, ty)
+    buffer = cupy.asarray(host)
+    cells = tx * ty * M * N
+    records = []
+
+    def wall(fn):
+        fn()
+        times = []
+        for _ in range(repeats):
+            cupy.cuda.Device().synchronize()
+            began = time.perf_counter()
+            fn()
+            cupy.cuda.Device().synchronize()
+            times.append(time.perf_counter() - began)
+        return float(np.median(times))
+
+    for name, scoring in STRICT.items():
+        threshold = QGRAM_THRESHOLD
+        full = sw.buffer_scores(name, "cuda", buffer, *tile, scoring, product=True)
+        out = {}
+        t_whole = cuda_time(lambda: out.__setitem__("whole", sw_cuda.dpx_launch(
+            buffer, *tile, M, N, scoring, scoring.affine, product=True, threshold=threshold)), repeats)
+        t_filter = wall(lambda: out.__setitem__("windows", sw.qgram_filter(buffer, *tile, scoring, threshold,
+                                                                            product=True)))
+        t_total = wall(lambda: out.__setitem__("flags", sw.buffer_scores(name, "cuda", buffer, *tile, scoring,
+                                                                          product=True, threshold=threshold)))
+        plan = sw.qgram_filter_plan(scoring, threshold, M)
+        windows = out["windows"]
+        kept = int(windows.may.sum())
+        y_from, y_to = windows.windows(np.nonzero(windows.may))
+        columns = float((y_to - y_from).mean())
+        exact = bool(np.array_equal(out["flags"], full >= threshold)
+                     and np.array_equal(out["whole"].get().astype(bool), full >= threshold))
+        passing = int((full >= threshold).sum())
+        workload = (f"{tx} x {ty} all-vs-all tile of random sequences of {M} x {N:,}, target k holding a relative "
+                    f"of x 2k, {scoring.describe()}, T={threshold}")
+        records.append(record(f"{name} (threshold, tiles, no filter)", f"{workload}: the flag kernel alone on the "
+                              f"whole tile (CUDA events); {passing:,} pairs pass", cells / t_whole, t_whole,
+                              passing=passing, threshold=threshold, exact=exact))
+        records.append(record(f"{name} (threshold + q-gram filter, tiles)", f"{workload}: buffer_scores (host call, "
+                              f"as the screen's task makes it): the q-gram filter on the device (q = {plan.q}, bins "
+                              f"of {1 << plan.width_shift} diagonals, need {plan.need}; {t_filter * 1e3:.2f} ms alone) "
+                              f"kept {kept:,} pairs, then the flag kernel on their windows of y ({columns:.0f} "
+                              f"columns on average); {passing:,} pairs pass", cells / t_total, t_total,
+                              filter_s=t_filter, kept=kept, window_columns=columns, passing=passing,
+                              threshold=threshold, exact=exact, q=plan.q, bin_diagonals=1 << plan.width_shift,
+                              need=plan.need))
+        log(f"{name}: exact {exact}; flag kernel alone {t_whole * 1e3:.2f} ms, filter {t_filter * 1e3:.2f} ms, "
+            f"buffer_scores with the filter {t_total * 1e3:.2f} ms; kept {kept} of {tx * ty}, {passing} pass")
+    return records
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -180,7 +267,7 @@ def main():
     ap.add_argument("--gasal2-pairs", type=int, default=8192)
     ap.add_argument("--gasal2-timeout", type=float, default=120)
     ap.add_argument("--parasail-pairs", type=int, default=1024)
-    ap.add_argument("--sections", default="sass,kernels,threshold,parasail,gasal2")
+    ap.add_argument("--sections", default="sass,kernels,threshold,qgram,parasail,gasal2")
     ap.add_argument("--table-algorithms", help="table section: only these algorithms (comma-separated)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -365,6 +452,12 @@ def main():
             del buffer, rows_dev
         except Exception as err:  # noqa: BLE001
             log("threshold failed:", repr(err))
+
+    if "qgram" in sections:
+        try:
+            records += qgram_section(rng, pairs, args.repeats)
+        except Exception as err:  # noqa: BLE001
+            log("qgram failed:", repr(err))
 
     if "parasail" in sections:
         try:
