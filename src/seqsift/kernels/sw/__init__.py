@@ -55,6 +55,11 @@ gathered from the buffer (on the device for cuda), so that no job pads a matrix 
 :func:`pairs_reaching` answers "score >= T?" for every pair; sw-bpbc does it
 with a flag kernel that keeps one bit per pair instead of its running maximum
 and numbers only wide enough for T (faster: see sw.cu, REACHED).
+With a threshold, :func:`buffer_scores` first runs the exact q-gram filter
+(:class:`QgramFilter`; qgram.cu, cpu.qgram_filter) where the scoring lets
+it screen, and answers the pairs it keeps on their windows of y
+(:class:`QgramWindows`); :func:`scores_of_passing` scores passing pairs on
+theirs.
 :func:`align` computes the local alignments (coordinates and CIGAR) of the
 pairs that pass a threshold, on the host.
 """
