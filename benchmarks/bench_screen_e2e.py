@@ -138,7 +138,8 @@ def main() -> int:
         found = rows["query"].str.extract(r"_t(\d+)_")[0].astype(int).to_numpy() == \
             rows["target"].str.slice(1).astype(int).to_numpy()
         sources_found = int(np.count_nonzero(found))
-        name = "e2e-screen-100k-x-1000" + scoring_suffix + ("-align" if align else "")
+        shape = "100k-x-1000" if (args.reads, args.targets) == (100_000, 1000) else f"{args.reads}-x-{args.targets}"
+        name = f"e2e-screen-{shape}" + scoring_suffix + ("-align" if align else "")
         record = {"algorithm": name, "workload": workload + (", with alignments" if align else ", --no-align"),
                   "quantity": "cell_updates", "value": cells / run["wall_s"], "roof_fraction": None,
                   "paper_value": None, "time_s": run["wall_s"], "wall_s": run["wall_s"], "rows": len(rows),
