@@ -83,6 +83,10 @@ def test_never_drops_a_passing_pair(seed, scoring, length, errors, longest_gap, 
         return
     assert not (scores >= threshold)[~tile.may].any(), (threshold, scores, tile)
     assert np.array_equal(pairs.may, np.diag(tile.may))
+    # a tile indexes each y and walks the xs, a list indexes each x and walks its y: the same bins
+    diagonal = np.nonzero(pairs.may)
+    for a, b in zip(tile.windows((diagonal[0], diagonal[0])), pairs.windows(diagonal)):
+        assert np.array_equal(a, b)
     # a passing pair's score on its window of y is its whole score
     passing = np.nonzero(scores >= threshold)
     for i, k, lo, hi in zip(*passing, *tile.windows(passing)):
