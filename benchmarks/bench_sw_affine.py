@@ -199,7 +199,7 @@ def planted_tile(rng, tx: int, ty: int):
 def qgram_section(rng, pairs: int, repeats: int) -> list[dict]:
     """Threshold mode where a threshold screens: buffer_scores with a threshold (the q-gram filter, qgram.cu,
     on the device, then the flag kernel on the kept pairs' windows of y; a host call timed whole, as the
-    screen's task makes it, median of ``repeats`` after a warm-up) against the flag kernel alone on the
+    screen's task makes it, CUDA events around it, median of ``repeats`` after a warm-up) against the flag kernel alone on the
     whole tile; the same passing pairs as the full scores >= T. Counted as the issue counts it, tile pairs
     x m x n."""
     import cupy
@@ -210,27 +210,18 @@ def qgram_section(rng, pairs: int, repeats: int) -> list[dict]:
     cells = tx * ty * M * N
     records = []
 
-    def wall(fn):
-        fn()
-        times = []
-        for _ in range(repeats):
-            cupy.cuda.Device().synchronize()
-            began = time.perf_counter()
-            fn()
-            cupy.cuda.Device().synchronize()
-            times.append(time.perf_counter() - began)
-        return float(np.median(times))
-
     for name, scoring in STRICT.items():
         threshold = QGRAM_THRESHOLD
         full = sw.buffer_scores(name, "cuda", buffer, *tile, scoring, product=True)
         out = {}
         t_whole = cuda_time(lambda: out.__setitem__("whole", sw_cuda.dpx_launch(
             buffer, *tile, M, N, scoring, scoring.affine, product=True, threshold=threshold)), repeats)
-        t_filter = wall(lambda: out.__setitem__("windows", sw.qgram_filter(buffer, *tile, scoring, threshold,
-                                                                            product=True)))
-        t_total = wall(lambda: out.__setitem__("flags", sw.buffer_scores(name, "cuda", buffer, *tile, scoring,
-                                                                          product=True, threshold=threshold)))
+        # whole host calls, which wait for their results: CUDA events around them time the calls
+        t_filter = cuda_time(lambda: out.__setitem__("windows", sw.qgram_filter(buffer, *tile, scoring, threshold,
+                                                                                 product=True)), repeats)
+        t_total = cuda_time(lambda: out.__setitem__("flags", sw.buffer_scores(name, "cuda", buffer, *tile, scoring,
+                                                                               product=True, threshold=threshold)),
+                            repeats)
         plan = sw.qgram_filter_plan(scoring, threshold, M)
         windows = out["windows"]
         kept = int(windows.may.sum())

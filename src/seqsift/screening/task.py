@@ -177,10 +177,11 @@ def _screen_task(job: ScreenJob, task: PairTask, codes, on_device: bool) -> pd.D
         qi, ti = task.pair_indices()   # the task's pairs in their order: query-major for a tile
         return pd.DataFrame({"query": qi, "target": ti, "score": scores.astype(np.int64)})
     # Screening: pairs whose base counts, or too few q-grams shared near one diagonal, bound their score
-    # below the threshold are out without any DP (exact; buffer_scores); which of the others reach it (flag
-    # kernels that stop once a pair is decided, on the q-gram filter's windows where it ran), then the
-    # scores of those few (on their windows likewise: sw_kernels.scores_of_passing). On a GPU both in one turn of the device (kernels.cuda.device_turn), so that
-    # this task's alignments and rows overlap the other task thread's kernels.
+    # below the threshold are out without any DP (exact; buffer_scores); which of the others reach it
+    # (flag kernels that stop once a pair is decided, on the q-gram filter's windows where it ran), then
+    # the scores of those few (on their windows likewise: sw_kernels.scores_of_passing). On a GPU both in
+    # one turn of the device (kernels.cuda.device_turn), so that this task's alignments and rows overlap
+    # the other task thread's kernels.
     with stages.timed("kernel", device=on_device):
         sides = _kernel_sides(task, job, codes, job.threshold)
         with turn():

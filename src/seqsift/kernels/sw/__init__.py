@@ -655,7 +655,7 @@ def scores_of_passing(algorithm: str, backend: str, codes, x_start, x_len, y_sta
     along a few hundred columns instead of its whole y), else as :func:`buffer_scores` computes them."""
     windows = qgram_filter(codes, x_start, x_len, y_start, y_len, scoring, threshold, product=False)
     if windows is not None:
-        y_from, y_to = windows.windows(np.nonzero(np.ones(len(x_len), bool)))
+        y_from, y_to = windows.windows((np.arange(len(x_len)),))
         y_start, y_len = np.asarray(y_start, np.int64) + y_from, y_to - y_from
     return buffer_scores(algorithm, backend, codes, x_start, x_len, y_start, y_len, scoring, product=False,
                          **options)

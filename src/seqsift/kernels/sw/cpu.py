@@ -1371,9 +1371,18 @@ def _index_qgrams(codes, start, length, q, heads, positions, words):
 
 
 @njit(cache=True)
-def _first_last(bins, count, need):
-    """(first, last) bin b < count - 1 whose bins b and b + 1 hold ``need`` hits between them; (-1, -1)
-    where none does."""
+def _passing_bins(x_words, grams, m, y_heads, y_positions, n, q, width_shift, need, bins):
+    """(first, last) bin b whose bins b and b + 1 of 2**width_shift diagonals hold ``need`` q-gram hits
+    between them, (-1, -1) where none does: x's words (:func:`_qgram_words`, ``grams`` of them, x of length
+    m) walked through y's index (:func:`_index_qgrams`, y of length n), each hit (i, j) counted on diagonal
+    j - i + m - q (so that every one is >= 0)."""
+    count = ((n + m) >> width_shift) + 2
+    bins[:count] = 0
+    for i in range(grams):
+        word = x_words[i]
+        if word >= 0:
+            for e in range(y_heads[word - 1] if word > 0 else 0, y_heads[word]):
+                bins[(y_positions[e] - i + m - q) >> width_shift] += 1
     first_bin, last_bin = -1, -1
     for b in range(count - 1):
         if bins[b] + bins[b + 1] >= need:
@@ -1381,21 +1390,6 @@ def _first_last(bins, count, need):
                 first_bin = b
             last_bin = b
     return first_bin, last_bin
-
-
-@njit(cache=True)
-def _passing_bins(codes, x_length, y_start, y_length, q, width_shift, need, heads, positions, bins, words):
-    """(first, last) passing bin (:func:`_first_last`) of bins of 2**width_shift diagonals (diagonal
-    j - i + x_length - q, so that every one is >= 0), counting the q-gram hits of y (codes[y_start:
-    +y_length]) against the indexed x."""
-    count = ((y_length + x_length) >> width_shift) + 2
-    bins[:count] = 0
-    for j in range(_qgram_words(codes, y_start, y_length, q, words)):
-        word = words[j]
-        if word >= 0:
-            for e in range(heads[word - 1] if word > 0 else 0, heads[word]):
-                bins[(j - positions[e] + x_length - q) >> width_shift] += 1
-    return _first_last(bins, count, need)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -1411,41 +1405,34 @@ def _index_every(codes, starts, lengths, q, heads, positions, position_start):
 @njit(parallel=True, cache=True, nogil=True)
 def qgram_filter(codes, x_start, x_len, y_start, y_len, q, width_shift, need, product, first, last):
     """first[p], last[p] (flattened (x, y) for a product, x-major): pair p's first and last passing bin
-    (:func:`_first_last`), -1 where none passes, which proves its score below the threshold (QgramFilter).
-    A product indexes every y once and walks each x's q-grams through them (as qgram.cu's tiles kernel);
-    a list of pairs indexes each x and walks its y."""
-    buckets = 1 << (2 * q)
+    (:func:`_passing_bins`), -1 where none passes, which proves its score below the threshold (QgramFilter).
+    Each y is indexed, and x's q-grams are walked through it: a product indexes every y once (as qgram.cu's
+    tiles kernel does), a list of pairs each pair's y."""
     if product:
         y_count = y_start.shape[0]
         position_start = np.zeros(y_count + 1, np.int64)
         position_start[1:] = np.cumsum(np.maximum(y_len, 1))
-        heads = np.empty((y_count, buckets), np.int64)
+        heads = np.empty((y_count, 1 << (2 * q)), np.int64)
         positions = np.empty(position_start[-1], np.int64)
         _index_every(codes, y_start, y_len, q, heads, positions, position_start)
         longest_y = y_len.max() if y_count else 0
         for i in prange(x_start.shape[0]):
-            m = x_len[i]
-            words = np.empty(max(m, 1), np.int64)
-            grams = _qgram_words(codes, x_start[i], m, q, words)
-            bins = np.empty(((longest_y + m) >> width_shift) + 2, np.int64)
+            words = np.empty(max(x_len[i], 1), np.int64)
+            grams = _qgram_words(codes, x_start[i], x_len[i], q, words)
+            bins = np.empty(((longest_y + x_len[i]) >> width_shift) + 2, np.int64)
             for k in range(y_count):
-                count = ((y_len[k] + m) >> width_shift) + 2
-                bins[:count] = 0
-                y_heads = heads[k]
-                y_positions = positions[position_start[k]:position_start[k + 1]]
-                for i_gram in range(grams):
-                    word = words[i_gram]
-                    if word >= 0:
-                        for e in range(y_heads[word - 1] if word > 0 else 0, y_heads[word]):
-                            bins[(y_positions[e] - i_gram + m - q) >> width_shift] += 1
                 p = i * y_count + k
-                first[p], last[p] = _first_last(bins, count, need)
+                first[p], last[p] = _passing_bins(words, grams, x_len[i], heads[k],
+                                                  positions[position_start[k]:position_start[k + 1]], y_len[k], q,
+                                                  width_shift, need, bins)
     else:
         for i in prange(x_start.shape[0]):
-            heads = np.empty(buckets, np.int64)
-            positions = np.empty(max(x_len[i], 1), np.int64)
-            words = np.empty(max(x_len[i], y_len[i], 1), np.int64)
+            heads = np.empty(1 << (2 * q), np.int64)
+            positions = np.empty(max(y_len[i], 1), np.int64)
+            y_words = np.empty(max(y_len[i], 1), np.int64)
+            _index_qgrams(codes, y_start[i], y_len[i], q, heads, positions, y_words)
+            words = np.empty(max(x_len[i], 1), np.int64)
+            grams = _qgram_words(codes, x_start[i], x_len[i], q, words)
             bins = np.empty(((y_len[i] + x_len[i]) >> width_shift) + 2, np.int64)
-            _index_qgrams(codes, x_start[i], x_len[i], q, heads, positions, words)
-            first[i], last[i] = _passing_bins(codes, x_len[i], y_start[i], y_len[i], q, width_shift, need, heads,
-                                              positions, bins, words)
+            first[i], last[i] = _passing_bins(words, grams, x_len[i], heads, positions, y_len[i], q, width_shift,
+                                              need, bins)

@@ -313,7 +313,8 @@ def qgram_filter_cuda(codes_dev, x_start, x_len, y_start, y_len, plan, *, produc
     x_len, y_len = np.asarray(x_len, np.int64), np.asarray(y_len, np.int64)
     x_count, y_count = len(x_len), len(y_len)
     x_cap, y_cap = int(x_len.max()), int(y_len.max())
-    bin_cap = (int(((y_cap + x_cap) >> plan.width_shift) + 2) + 4 + 3) // 4 * 4   # qgram.cu reads 4 a time
+    bins = ((y_cap + x_cap) >> plan.width_shift) + 2   # the most bins a pair has
+    bin_cap = (bins + 4 + 3) // 4 * 4                   # qgram.cu reads 4 a time and the one after them
     words = 1 << (2 * plan.q)
     limit = shared_memory_per_block(cupy.cuda.Device().id)
     shape = (x_count, y_count) if product else (x_count,)
