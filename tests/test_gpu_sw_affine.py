@@ -248,9 +248,12 @@ def test_kernels_without_a_buffer_kernel_gather_on_the_device(name):
     assert np.array_equal(flags, expected >= int(np.median(expected)))
 
 
-@pytest.mark.parametrize("affine", [False, True])
-def test_saturating_lanes_are_rescored(affine):
-    scoring = sw.Scoring(100, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(100, 3, 2)
+@pytest.mark.parametrize("scoring", [sw.Scoring(100, 3, 2), sw.Scoring(100, 3, 3), sw.Scoring(100, 3, gap_open=5, gap_extend=2)],
+                         ids=lambda s: s.describe())
+def test_saturating_lanes_are_rescored(scoring):
+    """Scores past the 16-bit lanes are flagged -1 and rescored, on the linear cell with g != c2 and with
+    g = c2 (one value a cell in the lists of pairs: DPX_GAP_IS_MISMATCH), and on the affine cell."""
+    affine = scoring.affine
     rng = np.random.default_rng(5)
     x = rng.integers(0, 4, (6, 400)).astype(np.uint8)
     y = np.full((6, 420), 4, np.uint8)

@@ -377,7 +377,9 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     z = 0 if threshold is None else reach_z(scoring, threshold)
     if z is None:
         raise ValueError(f"threshold {threshold} cannot be flagged in 16-bit lanes with {scoring.describe()}")
-    module = load_module("sw/dpx.cu", DPX_ROWS=rows, DPX_AFFINE=int(affine))
+    # g = c2 (linear): the lists of pairs keep one value a cell, not two (dpx.cu, DPX_GAP_IS_MISMATCH)
+    same = {"DPX_GAP_IS_MISMATCH": 1} if not affine and scoring.open == scoring.mismatch else {}
+    module = load_module("sw/dpx.cu", DPX_ROWS=rows, DPX_AFFINE=int(affine), **same)
     name = (f"sw_dpx_{'tiles' if product else 'pairs'}_{'affine' if affine else 'linear'}"
             f"{'' if threshold is None else '_reach'}{'_rounds' if rounds > 1 else ''}")
     kernel = module.get_function(name)

@@ -52,8 +52,8 @@
 //              Z  = max(P, Ec, Fc)             VIMNMX3
 //     Y = Z - c2 (the cell as the next diagonal), best = max(best, Z).
 //   Per cell pair (PAIRS; PRODUCT, below, has no PRMT and one subtraction): PRMT + 2 DPX + 2
-//   subtractions (linear) or PRMT + 4 DPX + 2 subtractions (affine),
-//   and a VIMNMX3 per two cells for the running maximum. E and F never fall below -O, so Ec - E and
+//   subtractions (linear; one where g = c2, as at the default 2/1/1: then W = Y) or PRMT + 4 DPX + 2
+//   subtractions (affine), and a VIMNMX3 per two cells for the running maximum. E and F never fall below -O, so Ec - E and
 //   every stored lane stay >= 0; the one addition that can wrap is Y_diag + s''.
 // * Saturation: the first cell whose Z exceeds 32767 - c1 is computed exactly (its inputs are below
 //   that), and the running maximum keeps it; so a lane whose best is <= 32767 - c1 never wrapped and
@@ -70,6 +70,9 @@ typedef unsigned int u32;
 
 #ifndef DPX_ROWS
 #define DPX_ROWS 8
+#endif
+#ifndef DPX_GAP_IS_MISMATCH
+#define DPX_GAP_IS_MISMATCH 0   // linear gaps with g = c2 (set by the launcher; see GO below)
 #endif
 #define DPX_FULL 0xffffffffu
 
@@ -212,7 +215,9 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     const u32 K = (u32)(c1 + c2);                 // s'' on a match
     const u32 BASE = pack2(bias + c2);            // Z of H = 0
     const u32 C2 = pack2(c2);
-    const u32 GO = pack2(gap_open);               // g for the linear cell
+    // g for the linear cell. DPX_GAP_IS_MISMATCH (g = c2, the 2/1/1 default): then W = Z - g is Y = Z - c2, and
+    // PAIRS keeps one value a cell where it keeps two (the compiler sees GO = C2 and merges them).
+    const u32 GO = DPX_GAP_IS_MISMATCH && !AFFINE ? C2 : pack2(gap_open);
     const u32 NGE = pack2(-gap_extend);
     const u32 Y0 = pack2(bias);                   // Y of H = 0
     const u32 G0 = pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
