@@ -50,6 +50,26 @@ def test_gpu_counts_what_the_cpu_counts(scoring, product):
                 assert np.array_equal(a, b), threshold
 
 
+@pytest.mark.parametrize("x_per_block", [16, 128])
+def test_reads_spread_over_several_blocks(x_per_block, monkeypatch):
+    """sw_qgram_tiles gives each block QGRAM_X_PER_BLOCK reads of one target: 300 reads make several blocks
+    along x and a last one partly filled, at the shipped count and at a small one."""
+    from seqsift.kernels.sw import cuda as sw_cuda
+
+    monkeypatch.setattr(sw_cuda, "QGRAM_X_PER_BLOCK", x_per_block)
+    rng = np.random.default_rng(19)
+    scoring = sw.Scoring(2, 3, gap_open=5, gap_extend=2)
+    reads = ["".join(rng.choice(list(LETTERS), int(rng.integers(150, 160)))) for _ in range(300)]
+    targets = ["".join(rng.choice(list(LETTERS), 1500)) + relative(rng, reads[37 * k + 5], 4, 2)
+               + "".join(rng.choice(list(LETTERS), 800)) for k in range(8)]
+    cpu, gpu = both_paths(reads, targets, scoring, 240, True)
+    assert cpu is not None and np.array_equal(cpu.may, gpu.may)
+    kept = np.nonzero(cpu.may)
+    for a, b in zip(cpu.windows(kept), gpu.windows(kept)):
+        assert np.array_equal(a, b)
+    assert all(gpu.may[37 * k + 5, k] for k in range(8))
+
+
 def test_many_targets_and_a_long_one():
     """More targets than the launch puts in one grid row per warp, and a 60 kbp target (thousands of
     bins), against reads of 150."""

@@ -298,8 +298,11 @@ def count_bases_cuda(codes_dev, starts, lengths) -> np.ndarray:
 
 QGRAM_WARPS = 8
 """Warps per block of qgram.cu's kernels."""
-QGRAM_X_PER_BLOCK = 64
-"""sw_qgram_tiles: xs per block (a block indexes one y, then its warps take these xs)."""
+QGRAM_X_PER_BLOCK = 128
+"""sw_qgram_tiles: xs per block (a block indexes one y, then its warps take these xs). Filter alone on an
+H200 (session 33, medians of 7): a screen task's 8,192 x 256 tile of 150 x 2,000 took 2.71-2.87 ms at 128
+against 2.96-3.23 ms at 64, 3.5-3.7 ms at 32 and 2.75-2.86 ms at 256-1,024; the 256 x 128 tile of 128 x 8,192
+0.27 ms at 64 and 128, 0.32-0.38 ms at 256 and more (fewer blocks than the GPU has SMs)."""
 
 
 def qgram_filter_cuda(codes_dev, x_start, x_len, y_start, y_len, plan, *, product: bool):
