@@ -2,8 +2,8 @@
 
 It must count exactly what the CPU path counts (test_sw_qgram_filter.py checks the CPU path against
 parasail and tests/oracle.py), so the two give the same bool per pair: all-vs-all tiles and lists of
-pairs, the windows of y, reads against long targets (many diagonal bins), N's, sequences shorter than q, more targets than
-a grid row holds in one pass. The screen on the GPU with the filter engaged keeps exactly the pairs
+pairs, the windows of y, reads against long targets (many diagonal bins), N's, sequences shorter than q,
+reads over several blocks, more targets than a grid row holds in one pass. The screen on the GPU with the filter engaged keeps exactly the pairs
 parasail passes.
 """
 from __future__ import annotations
@@ -30,6 +30,14 @@ def both_paths(xs, ys, scoring, threshold, product):
     return cpu, gpu
 
 
+def assert_counted_alike(cpu, gpu, note=None):
+    """The GPU's filter keeps the pairs the CPU's keeps, each with the same window of y."""
+    assert np.array_equal(cpu.may, gpu.may), (note, np.argwhere(cpu.may != gpu.may)[:5])
+    kept = np.nonzero(cpu.may)
+    for a, b in zip(cpu.windows(kept), gpu.windows(kept)):
+        assert np.array_equal(a, b), note
+
+
 @pytest.mark.parametrize("scoring", STRICT, ids=lambda s: s.describe())
 @pytest.mark.parametrize("product", [True, False])
 def test_gpu_counts_what_the_cpu_counts(scoring, product):
@@ -44,10 +52,7 @@ def test_gpu_counts_what_the_cpu_counts(scoring, product):
         cpu, gpu = both_paths(reads, targets, scoring, threshold, product)
         assert (cpu is None) == (gpu is None)
         if cpu is not None:
-            assert np.array_equal(cpu.may, gpu.may), (threshold, np.argwhere(cpu.may != gpu.may)[:5])
-            kept = np.nonzero(cpu.may)
-            for a, b in zip(cpu.windows(kept), gpu.windows(kept)):
-                assert np.array_equal(a, b), threshold
+            assert_counted_alike(cpu, gpu, threshold)
 
 
 @pytest.mark.parametrize("x_per_block", [16, 128])
@@ -63,10 +68,8 @@ def test_reads_spread_over_several_blocks(x_per_block, monkeypatch):
     targets = ["".join(rng.choice(list(LETTERS), 1500)) + relative(rng, reads[37 * k + 5], 4, 2)
                + "".join(rng.choice(list(LETTERS), 800)) for k in range(8)]
     cpu, gpu = both_paths(reads, targets, scoring, 240, True)
-    assert cpu is not None and np.array_equal(cpu.may, gpu.may)
-    kept = np.nonzero(cpu.may)
-    for a, b in zip(cpu.windows(kept), gpu.windows(kept)):
-        assert np.array_equal(a, b)
+    assert cpu is not None
+    assert_counted_alike(cpu, gpu)
     assert all(gpu.may[37 * k + 5, k] for k in range(8))
 
 
@@ -79,10 +82,8 @@ def test_many_targets_and_a_long_one():
     targets = ["".join(rng.choice(list(LETTERS), 200)) for _ in range(700)]
     targets[5] = "".join(rng.choice(list(LETTERS), 30000)) + relative(rng, reads[4], 3, 2) + "ACGT" * 7500
     cpu, gpu = both_paths(reads, targets, scoring, 250, True)
-    assert cpu is not None and np.array_equal(cpu.may, gpu.may)
-    kept = np.nonzero(cpu.may)
-    for a, b in zip(cpu.windows(kept), gpu.windows(kept)):
-        assert np.array_equal(a, b)
+    assert cpu is not None
+    assert_counted_alike(cpu, gpu)
     assert gpu.may[4, 5] and gpu.may.sum() < 20
 
 

@@ -9,7 +9,6 @@ sequences, and scorings whose gaps cost less than mismatches and the other way r
 from __future__ import annotations
 
 import numpy as np
-import parasail
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,28 +17,17 @@ import oracle
 from seqsift.kernels import sw
 from seqsift.screening import screen
 
+from test_sw_affine import codes_of, parasail_score
+
 LETTERS = "ACGT"
 STRICT = [sw.Scoring(2, 3, 5), sw.Scoring(1, 4, gap_open=6, gap_extend=1), sw.Scoring(2, 3, gap_open=5, gap_extend=2),
           sw.Scoring(1, 3, gap_open=2, gap_extend=4), sw.Scoring(5, 4, gap_open=10, gap_extend=1)]
-
-
-def codes_of(seq: str) -> np.ndarray:
-    table = {c: i for i, c in enumerate(LETTERS)}
-    return np.array([table.get(c, 4) for c in seq.upper()], dtype=np.uint8)
 
 
 def buffer_of(seqs):
     lengths = np.array([len(s) for s in seqs], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     return codes_of("".join(seqs)), starts, lengths
-
-
-def parasail_score(x: str, y: str, scoring: sw.Scoring) -> int:
-    table = parasail.matrix_create("ACGTN", scoring.match, -scoring.mismatch)
-    for i in range(5):
-        table.set_value(4, i, -scoring.mismatch)
-        table.set_value(i, 4, -scoring.mismatch)
-    return parasail.sw_scan_32(x, y, scoring.open, scoring.extend, table).score if x and y else 0
 
 
 def relative(rng, seq: str, errors: int, longest_gap: int) -> str:

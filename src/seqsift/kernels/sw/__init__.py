@@ -77,7 +77,8 @@ from .constants import DPX_LANE_MAX, PLANES, dpx_bias, sliced_constant
 # cpu.py (Numba) is imported by the functions that run on the CPU, not here: a GPU screen never loads Numba.
 
 __all__ = ["Scoring", "sw_algorithms", "affine_algorithms", "score_bits", "reach_bits", "pair_scores",
-           "pairs_reaching", "buffer_scores", "align", "align_soon", "base_counts", "composition_bound", "qgram_filter", "scores_of_passing", "GPU_SCORE_WIDTHS"]
+           "pairs_reaching", "buffer_scores", "align", "align_soon", "base_counts", "composition_bound",
+           "qgram_filter", "scores_of_passing", "GPU_SCORE_WIDTHS"]
 
 MAX_SCORE_BITS = 31
 """Scores are int32: c1 * min(len x, len y) + g must stay below 2^31."""

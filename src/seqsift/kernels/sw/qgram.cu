@@ -13,8 +13,9 @@
 //
 // A sequence's index: a bucket per q-gram word (2 bits a base; no q-gram holding N, code 4) in shared
 // memory, heads[4^q] (u32) then positions[] (u16); each warp counts a pair's hits in its own bins[]
-// (u32, shared atomics; bin_cap a multiple of 4, at least 4 past the most bins a pair has). The tiles kernel indexes its block's y once, and each warp walks its xs' q-grams
-// (a lane per position) through y's buckets: a few hundred lookups a pair. The pairs kernel indexes x
+// (u32, shared atomics; bin_cap a multiple of 4, at least 4 past the most bins a pair has). The tiles
+// kernel indexes its block's y once, and each warp walks its xs' q-grams (a lane per position) through
+// y's buckets: a few hundred lookups a pair. The pairs kernel indexes x
 // (the shorter side) per warp and walks y, 32 positions at a time, each lane reading one code
 // (coalesced) and its q-gram's word made from its neighbours' codes by shuffles.
 // Plain C types only (NVRTC compiles this file without the C++ standard headers; nvcc -arch=sm_90 too).
