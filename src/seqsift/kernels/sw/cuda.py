@@ -281,7 +281,8 @@ def gather_device(codes_dev, starts, lengths, width: int, lead: int = 0, out=Non
 
 def count_bases_cuda(codes_dev, starts, lengths) -> np.ndarray:
     """(sequences, 4) int32 on the host: how many A, C, G, T each sequence codes_dev[starts[k]:+lengths[k]]
-    of a device code buffer holds (dpx.cu's sw_count_bases; starts and lengths on the host or the device)."""
+    of a device code buffer holds (dpx.cu's sw_count_bases, a warp per sequence; starts and lengths on the
+    host or the device)."""
     import cupy
 
     from ..cuda import load_module
@@ -290,7 +291,7 @@ def count_bases_cuda(codes_dev, starts, lengths) -> np.ndarray:
     counts = cupy.zeros((count, 4), dtype=cupy.int32)
     if count:
         load_module("sw/dpx.cu").get_function("sw_count_bases")(
-            ((count + 255) // 256,), (256,),
+            ((count + 7) // 8,), (256,),
             (cupy.asarray(codes_dev), _as_device(starts, cupy.int64), _as_device(lengths, cupy.int64),
              np.int64(count), counts))
     return counts.get()

@@ -517,24 +517,36 @@ extern "C" __global__ void __launch_bounds__(128)
 // sw_count_bases: counts[k][b] = how many codes b (0..3: A, C, G, T) codes[start[k]:+len[k]] holds; N
 // and other codes (4) are not counted. The input of the threshold's composition bound
 // (kernels/sw/__init__.py, composition_bound), so that a GPU screen needs no host pass over its codes.
-// One thread per sequence: a screen has 10^4-10^6 of them, each read once.
+// One warp per sequence: its lanes read the codes 32 at a time, side by side, each lane counts its own,
+// and the warp sums the four counts. (A thread per sequence, as before, had a warp's loads a sequence's
+// length apart: 32,768 sequences of 8,192 took 1.20 ms on an H200, a warp each 0.28 ms.)
 // --------------------------------------------------------------------------------------------
 extern "C" __global__ void sw_count_bases(const unsigned char *__restrict__ codes, const long long *__restrict__ start,
                                           const long long *__restrict__ len, long long count,
                                           int *__restrict__ counts) {
-    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= count) return;
+    const long long k = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;   // the warp's sequence
+    const int lane = threadIdx.x & 31;
+    if (k >= count) return;   // whole warps: k is the same for the 32 lanes
     const unsigned char *sequence = codes + start[k];
+    const long long length = len[k];
     int a = 0, c = 0, g = 0, t = 0;
-    for (long long q = 0; q < len[k]; ++q) {
+    for (long long q = lane; q < length; q += 32) {
         const unsigned char code = sequence[q];
         a += code == 0;
         c += code == 1;
         g += code == 2;
         t += code == 3;
     }
-    counts[4 * k] = a;
-    counts[4 * k + 1] = c;
-    counts[4 * k + 2] = g;
-    counts[4 * k + 3] = t;
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        a += __shfl_xor_sync(DPX_FULL, a, offset);
+        c += __shfl_xor_sync(DPX_FULL, c, offset);
+        g += __shfl_xor_sync(DPX_FULL, g, offset);
+        t += __shfl_xor_sync(DPX_FULL, t, offset);
+    }
+    if (lane == 0) {
+        counts[4 * k] = a;
+        counts[4 * k + 1] = c;
+        counts[4 * k + 2] = g;
+        counts[4 * k + 3] = t;
+    }
 }
