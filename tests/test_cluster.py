@@ -3,6 +3,7 @@ workers that keep what they read."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -285,3 +286,24 @@ def test_a_jobs_writer_imports_wait_for_what_the_cluster_readies_ahead(monkeypat
     assert order == ["device ready", "pandas", "pyarrow"]
     job_client = clients.JobClient()
     assert job_client.ahead_prepared()() is None   # nothing started ahead (a CPU job)
+
+
+@pytest.mark.parametrize("gpus, have, fragment", [
+    ([0, 2], 2, "no GPU 2 (it has GPUs 0 to 1)"),
+    ([1], 1, "no GPU 1 (it has GPU 0 alone)"),
+    ([0], 0, "no GPU 0 (it has no GPU at all)"),
+    ([-1], 4, "no GPU -1"),
+    ([1, 1], 4, "a GPU is named twice"),
+])
+def test_gpu_indices_the_machine_lacks_are_input_errors(monkeypatch, gpus, have, fragment):
+    """--gpus is checked before dask-cuda starts a worker for each index (one for a missing GPU dies at
+    its first CUDA call, and the job waits for it)."""
+    from seqsift import cluster
+    from seqsift.errors import InputError
+    from seqsift.runtime.clients import check_gpu_indices
+
+    monkeypatch.setattr(cluster, "machine_gpus", lambda: have)
+    with pytest.raises(InputError, match=re.escape(fragment)):
+        check_gpu_indices(gpus)
+    check_gpu_indices(None)
+    check_gpu_indices(list(range(have)))

@@ -108,6 +108,12 @@ def _gpus_visible(cuda_visible_devices: str | None) -> int:
     return _nvml_device_count()
 
 
+def machine_gpus() -> int:
+    """GPUs this machine has, whatever CUDA_VISIBLE_DEVICES hides: the indices ``--gpus`` may name
+    (dask-cuda gives each worker its own CUDA_VISIBLE_DEVICES from them). 0 without a driver."""
+    return _nvml_device_count()
+
+
 def _nvml_device_count() -> int:
     """NVML's device count, from its C library through ctypes (what pynvml wraps: pynvml's import alone
     took 0.1 s of each GPU command's main thread on the H100 host, before it read its inputs). 0 where

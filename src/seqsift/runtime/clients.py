@@ -59,6 +59,21 @@ def backend_for(backend: str, client=None) -> str:
     return resolve_backend(backend)
 
 
+def check_gpu_indices(gpus) -> None:
+    """``--gpus``: distinct indices of GPUs this machine has. (dask-cuda would start a worker for a missing
+    one that dies at its first CUDA call, and the job would wait for it.)"""
+    if not gpus:
+        return
+    listed = ",".join(str(g) for g in gpus)
+    if len(set(gpus)) != len(gpus):
+        raise InputError(f"--gpus {listed}: a GPU is named twice")
+    have = cluster.machine_gpus()
+    missing = [g for g in gpus if not 0 <= g < have]
+    if missing:
+        has = f"GPUs 0 to {have - 1}" if have > 1 else "GPU 0 alone" if have else "no GPU at all"
+        raise InputError(f"--gpus {listed}: this machine has no GPU {missing[0]} (it has {has})")
+
+
 class JobClient:
     """The client of one job (module docstring); ``with job_client as client`` for the job's tasks.
 
@@ -126,6 +141,8 @@ class JobClient:
             ahead, self._ahead = self._ahead, None
             return ahead
         self.discard()
+        if backend == "cuda":
+            check_gpu_indices(self.options["gpus"])
         if self.threads_here(backend):
             return _threads_here(self.options["workers"] or cpu_cores(), self.options["dashboard"])
         return cluster.connect(backend, **self.options)  # looked up now: tests plant faults there
