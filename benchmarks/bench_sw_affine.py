@@ -396,10 +396,10 @@ def main():
         # a warp once each of its pairs reached T, checked against the full scores. Counted as the issue
         # counts it: pairs x m x n over the whole, filter included.
         try:
-            def device_bound():
-                xc = cupy.stack([(xd == b).sum(axis=1, dtype=cupy.int32) for b in range(4)], axis=1)
-                yc = cupy.stack([(yd == b).sum(axis=1, dtype=cupy.int32) for b in range(4)], axis=1)
-                return LINEAR.match * cupy.minimum(xc, yc).sum(axis=1)
+            def device_bound():   # the screen's own: dpx.cu's sw_count_bases, then the bound on the host
+                xc = sw.base_counts(xd.reshape(-1), np.arange(pairs) * M, np.full(pairs, M))
+                yc = sw.base_counts(yd.reshape(-1), np.arange(pairs) * N, np.full(pairs, N))
+                return sw.composition_bound(xc, yc, LINEAR)
             full = sw.pair_scores("sw-dpx", "cuda", xd, yd, LINEAR)
             width = N + 2 * sw_cuda.DPX_GAP
             rows_dev = sw_cuda.gather_device(yd.reshape(-1), np.arange(pairs) * N, np.full(pairs, N), width,
@@ -417,7 +417,7 @@ def main():
             for threshold in THRESHOLDS:
                 out_b = {}
                 t_filter = cuda_time(lambda: out_b.__setitem__("b", device_bound()), args.repeats)
-                keep = np.flatnonzero(out_b["b"].get() >= threshold)
+                keep = np.flatnonzero(out_b["b"] >= threshold)
                 out = {}
                 t_dp = cuda_time(lambda: out.__setitem__("f", sw_cuda.dpx_launch(
                     buffer, *lists, M, N, LINEAR, False, product=False, threshold=threshold)), args.repeats)
