@@ -597,6 +597,25 @@ def test_screen_paired_and_all_vs_all_through_dask(pair_files, client):
     assert (grid == np.array([[parasail_score(q, t, scoring) for t in sub_t] for q in sub_q])).all()
 
 
+def test_a_screen_on_worker_processes_sends_its_sequences_without_dask_warnings(tmp_path):
+    """The sequences travel to the workers once, in the task that holds them (runtime.shared): tens of MB,
+    which Dask would warn about ("Sending large graph") on the user's terminal. 1,100 pairs of 20 x 10,000
+    (11 MB of codes) through the console script on one worker process: the scores, and nothing on stderr."""
+    from console import run_seqsift
+
+    rng = np.random.default_rng(34)
+    targets = ["".join("ACGT"[b] for b in rng.integers(0, 4, 10_000)) for _ in range(1_100)]
+    queries = [t[5_000:5_020] for t in targets]
+    write_fasta(tmp_path / "q.fa", [(f"q{k}", q) for k, q in enumerate(queries)])
+    write_fasta(tmp_path / "t.fa", [(f"t{k}", t) for k, t in enumerate(targets)])
+    result = run_seqsift("screen", tmp_path / "q.fa", tmp_path / "t.fa", "--backend", "cpu", "--workers", "1",
+                         "--no-progress", "-o", tmp_path / "scores.tsv")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    rows = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
+    assert len(rows) == 1_100 and (rows["score"] == 40).all()   # each query is a piece of its target
+
+
 def test_screen_threshold_rows_and_alignments(pair_files, client):
     scoring = sw.Scoring(2, 3, 2)
     queries, targets = pair_files["queries"], pair_files["targets"]

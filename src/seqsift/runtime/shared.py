@@ -11,7 +11,9 @@ the value itself.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 
 
 def _identity(value):
@@ -19,5 +21,13 @@ def _identity(value):
 
 
 def on_workers(client, value, name: str):
-    """A future holding ``value`` on the cluster, rebuilt by Dask if its worker dies."""
-    return client.submit(_identity, value, key=f"{name}-{os.urandom(8).hex()}", pure=False)
+    """A future holding ``value`` on the cluster, rebuilt by Dask if its worker dies.
+
+    Sending the value in the task is the point, so Dask's warning about a large graph (a screen's
+    sequences, tens of MB, once per job) would only alarm the user: it is off for this submit.
+    """
+    dask = sys.modules.get("dask")   # imported by any Dask client; task threads in this process never import it
+    quiet = (dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 PB"}) if dask is not None
+             else contextlib.nullcontext())
+    with quiet:
+        return client.submit(_identity, value, key=f"{name}-{os.urandom(8).hex()}", pure=False)
