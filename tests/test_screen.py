@@ -1051,9 +1051,10 @@ def test_a_gpu_screen_imports_no_numba():
     from fresh_process import cuda_launchers, loaded_after
 
     code = ("import seqsift.cli, seqsift.screening.run, seqsift.screening.task, seqsift.screening.output\n"
-            "from seqsift.kernels import sw\n"
-            + cuda_launchers("sw.sw_algorithms()")
-            + "for name in sw.sw_algorithms():\n"
+            "from seqsift.kernels import ALGORITHMS, sw\n"
+            "GPU_SW = [name for name in sw.sw_algorithms() if 'cuda' in ALGORITHMS[name].backends]\n"
+            + cuda_launchers("GPU_SW")
+            + "for name in GPU_SW:\n"
               "    sw.choose_sw_algorithm('cuda', name, sw.Scoring())\n"
               "sw.dpx_admits(sw.Scoring()), sw.composition_bound(sw.np.ones((2, 4)), sw.np.ones(4), sw.Scoring())\n")
     assert loaded_after(code, ["numba"]) == []

@@ -294,7 +294,7 @@ def test_alignments_from_several_threads_at_once_equal_the_reference():
     for k, scoring in enumerate([sw.Scoring(2, 1, 1), sw.Scoring(2, 3, gap_open=5, gap_extend=2)] * 2):
         pairs = mixed_pairs(np.random.default_rng(100 + k), 60, 40, 300)
         batches.append((pairs, scoring))
-    for driver in (sw_cpu._align_lanes_linear, sw_cpu._align_lanes_affine, sw_cpu._align_scalar):
+    for driver in (sw_cpu._lanes_linear, sw_cpu._lanes_affine, sw_cpu._scalar_pairs):
         assert driver.targetoptions.get("nogil") is True, driver
     with ThreadPoolExecutor(max_workers=len(batches)) as pool:
         for done in [pool.submit(check_against_reference, pairs, scoring) for pairs, scoring in batches]:
@@ -386,15 +386,15 @@ def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkey
     monkeypatch.setattr(sw_cpu, "_lanes_compiled", lambda affine: compiled)
     monkeypatch.setattr(sw_cpu, "compile_lanes_soon", lambda affine: None)   # no background compile here
     called = []
-    for name in ("_align_scalar", "_align_lanes_linear", "_align_lanes_affine"):
+    for name in ("_scalar_pairs", "_lanes_linear", "_lanes_affine"):
         def counted(*args, _real=getattr(sw_cpu, name), _name=name):
             called.append(_name)
             return _real(*args)
         monkeypatch.setattr(sw_cpu, name, counted)
     scoring = sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1)
     check_against_reference(mixed_pairs(np.random.default_rng(11), 40, 30, 60), scoring)
-    lanes = "_align_lanes_affine" if affine else "_align_lanes_linear"
-    assert set(called) == ({lanes} if compiled else {"_align_scalar"})
+    lanes = "_lanes_affine" if affine else "_lanes_linear"
+    assert set(called) == ({lanes} if compiled else {"_scalar_pairs"})
 
 
 COLD_THEN_COMPILED = """
@@ -409,7 +409,7 @@ COLD_THEN_COMPILED = """
     sw.align(codes, [0], [8], [8], [32], [16], sw.Scoring(2, 1, 1))   # cold: the lanes' compile starts
     numba_ahead.loading("sw-lanes-linear").wait()   # numba_ahead's event: child compiled, loaded here
     print(json.dumps({"before": before, "after": sw_cpu._lanes_compiled(False),
-                      "signatures": len(sw_cpu._align_lanes_linear.signatures)}))
+                      "signatures": len(sw_cpu._lanes_linear.signatures)}))
 """
 
 

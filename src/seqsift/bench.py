@@ -348,7 +348,8 @@ def run_sw_bench(backend: str, quick: bool = False, log=print, algorithms=None) 
             for name in sw.sw_algorithms():
                 if algorithms is not None and name not in algorithms:
                     continue
-                if gaps == "affine" and not kernels.ALGORITHMS[name].affine_gaps:
+                entry = kernels.ALGORITHMS[name]
+                if (gaps == "affine" and not entry.affine_gaps) or backend not in entry.backends:
                     continue
                 seconds = _time_sw(name, backend, x, y, scoring, 1 if quick else 3)
                 rate = pairs * m * n / seconds

@@ -215,6 +215,14 @@ ALGORITHMS: dict[str, Algorithm] = {
             affine_gaps=True,
             buffer_backends={"cpu": "sw:dpx_affine_buffer_cpu", "cuda": "sw:dpx_affine_buffer_cuda"},
         ),
+        Algorithm(
+            "sw-lanes", "sw",
+            {"cpu": "sw:lanes_cpu"},
+            "Smith-Waterman across pairs on CPU cores: 32 pairs at once, one per SIMD lane, int16 where the scores "
+            "fit (Rognes 2011, SWIPE); linear and affine gaps",
+            affine_gaps=True,
+            buffer_backends={"cpu": "sw:lanes_buffer_cpu"},
+        ),
         # CRISPR off-target sites, PAM candidates first (the crispr job's kernels; call shape:
         # kernels/crispr/__init__.py).
         Algorithm(

@@ -57,7 +57,8 @@ def add_screen_parser(subcommands) -> argparse.ArgumentParser:
                    help="pairs per task (default: from the pair lengths and the workers)")
     add_run_options(s, algorithm_help=("auto (default: per length bucket, from seqsift bench), sw-bpbc (bit-sliced, "
                                        "32/64 pairs per word), sw-wordwise, sw-dpx (16-bit DPX lanes); also for "
-                                       "affine gaps: sw-gotoh, sw-dpx-affine"),
+                                       "affine gaps: sw-gotoh, sw-dpx-affine, sw-lanes (CPU cores only: 32 pairs in "
+                                       "SIMD lanes, the CPU's default)"),
                     not_taken=("--chunk-size", "--pattern-batch"), why_not="screen splits its work by --batch-pairs")
     s.set_defaults(handler=cmd_screen)
     return s

@@ -31,7 +31,11 @@ Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGO
 * ``sw-dpx`` and ``sw-dpx-affine`` (dpx.cu): Hopper's DPX instructions on two
   pairs per register in 16-bit lanes, query rows in registers, a warp-shuffle
   pipeline along the target; pairs that may saturate a lane are rescored by
-  sw-gotoh. Their CPU paths run the same lane arithmetic (cpu.dpx_lanes).
+  sw-gotoh. Their CPU paths run the same lane arithmetic (cpu.dpx_lanes);
+* ``sw-lanes`` (CPU cores only): 32 pairs at once, one per SIMD lane of int16
+  where the scores provably fit (else int32, else a scalar int64 pass), linear
+  and affine gaps (Rognes 2011, SWIPE's inter-sequence SIMD; cpu.score_pairs,
+  the first pass of :func:`align`'s lanes). The CPU's default.
 
 Scoring may be affine (``Scoring(gap_open=O, gap_extend=E)``: a gap of length
 L scores -(O + (L - 1) E), parasail's convention); sw-bpbc, sw-wordwise and
@@ -48,9 +52,10 @@ x_start, x_len, y_start, y_len
 product    True: every x against every y (an all-vs-all tile), result (len x, len y);
            False: x[p] against y[p], result (len x,)
 
-sw-dpx and sw-dpx-affine have kernels of this shape (``Algorithm.buffer_backends``; dpx.cu reads the
-sequences where they lie, an all-vs-all tile one target per block); the others run on code matrices
-gathered from the buffer (on the device for cuda), so that no job pads a matrix per pair on the host.
+sw-dpx, sw-dpx-affine and sw-lanes have kernels of this shape (``Algorithm.buffer_backends``; dpx.cu reads
+the sequences where they lie, an all-vs-all tile one target per block; sw-lanes reads each pair's own
+lengths); the others run on code matrices gathered from the buffer (on the device for cuda), so that no job
+pads a matrix per pair on the host.
 
 :func:`pairs_reaching` answers "score >= T?" for every pair; sw-bpbc does it
 with a flag kernel that keeps one bit per pair instead of its running maximum
@@ -374,6 +379,41 @@ def dpx_affine_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_le
     return _dpx_cpu(x_codes, y_codes, scoring, affine=True)
 
 
+def _lanes_scores(codes, q_start, q_len, t_start, t_len, scoring: Scoring) -> np.ndarray:
+    """int32 scores of the pairs (query codes[q_start[p]:+q_len[p]], target likewise) in SIMD lanes."""
+    from . import cpu as sw_cpu
+
+    scores = np.zeros(len(q_start), np.int64)
+    if len(q_start):
+        with PARALLEL_REGIONS:   # Numba's parallel regions, one thread at a time (see align)
+            sw_cpu.score_pairs(np.ascontiguousarray(codes, dtype=np.uint8), *(np.ascontiguousarray(a, dtype=np.int64)
+                               for a in (q_start, q_len, t_start, t_len)), scoring.match, scoring.mismatch,
+                               scoring.open, scoring.extend, scoring.affine, scores)
+    return scores.astype(np.int32)
+
+
+def lanes_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
+    """sw-lanes on CPU cores (module docstring): pair p is the rows x_codes[p] against y_codes[p], each its
+    whole padded width (the padding, N, changes no score). word_bits and min_length are ignored."""
+    x_codes = np.ascontiguousarray(x_codes, dtype=np.uint8)
+    y_codes = np.ascontiguousarray(y_codes, dtype=np.uint8)
+    pairs, m, n, _ = _shapes(x_codes, y_codes, min_length)
+    if pairs == 0 or m == 0 or n == 0:
+        return np.zeros(pairs, np.int32)
+    first = np.arange(pairs, dtype=np.int64)
+    return _lanes_scores(np.concatenate([x_codes.ravel(), y_codes.ravel()]), first * m, np.full(pairs, m),
+                         pairs * m + first * n, np.full(pairs, n), scoring)
+
+
+def lanes_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring: Scoring, *, product: bool, threshold=None):
+    """sw-lanes on one code buffer: each pair read where it lies, at its own lengths."""
+    shape = (len(x_start), len(y_start)) if product else (len(x_start),)
+    xi, yi = _buffer_pairs(len(x_start), len(y_start), product)
+    x_start, x_len, y_start, y_len = (np.asarray(a, np.int64) for a in (x_start, x_len, y_start, y_len))
+    scores = _lanes_scores(codes, x_start[xi], x_len[xi], y_start[yi], y_len[yi], scoring).reshape(shape)
+    return scores if threshold is None else scores >= threshold
+
+
 # --------------------------------------------------------------------------
 # Sequences in one buffer (module docstring)
 # --------------------------------------------------------------------------
@@ -666,8 +706,8 @@ def scores_of_passing(algorithm: str, backend: str, codes, x_start, x_len, y_sta
 # Registry and dispatch
 # --------------------------------------------------------------------------
 
-DEFAULT_SW_ALGORITHM = {("cpu", False): "sw-bpbc", ("cuda", False): "sw-bpbc",
-                        ("cpu", True): "sw-gotoh", ("cuda", True): "sw-dpx-affine"}
+DEFAULT_SW_ALGORITHM = {("cpu", False): "sw-lanes", ("cuda", False): "sw-bpbc",
+                        ("cpu", True): "sw-lanes", ("cuda", True): "sw-dpx-affine"}
 """What ``auto`` runs without measurements, per (backend, affine gaps)."""
 
 
@@ -683,6 +723,7 @@ def choose_sw_algorithm(backend: str, algorithm: str = "auto", scoring: Scoring 
 
             choice = plan_sw(backend, int(m), int(n), affine,
                              lambda name: name in ALGORITHMS and ALGORITHMS[name].serves("sw")
+                             and backend in ALGORITHMS[name].backends
                              and (ALGORITHMS[name].affine_gaps or not affine))
             if choice is not None:
                 return choice.algorithm
@@ -692,6 +733,9 @@ def choose_sw_algorithm(backend: str, algorithm: str = "auto", scoring: Scoring 
     if affine and not ALGORITHMS[algorithm].affine_gaps:
         raise ValueError(f"{algorithm} scores linear gaps only; for affine gaps (gap open != gap extend) "
                          f"use auto or {', '.join(affine_algorithms())}")
+    if backend not in ALGORITHMS[algorithm].backends:
+        raise ValueError(f"{algorithm} runs on CPU cores only (--backend cpu); on the GPU use auto or "
+                         f"{', '.join(n for n in sw_algorithms() if backend in ALGORITHMS[n].backends)}")
     return algorithm
 
 

@@ -50,6 +50,8 @@ kernels compute exactly what 32-bit words would.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit, prange
 from numba.extending import overload
@@ -1130,44 +1132,62 @@ def _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi
         _finish(p, result, coords, op_counts, status)
 
 
+@njit(cache=True, inline="always")
+def _keep_best(lanes, best, scores):
+    """scores[p] = pass 1's best H for each pair p of a group: its score (a screen without alignments)."""
+    for k in range(LANES):
+        p = lanes[k]
+        if p >= 0:
+            scores[p] = best[k]
+
+
 # One driver per gap model, each specialized per lane type (proto's dtype) when first called, so that a
-# run compiles only the pass 1 it uses (pass 1 is inlined into the driver, compiled once there). The drivers
-# release the GIL (nogil): kernels.sw.align runs one at a time (its lock) while a GPU screen's other task
-# thread goes on launching kernels.
+# run compiles only the pass 1 it uses (pass 1 is inlined into the driver, compiled once there). Each serves
+# both jobs: with ``trace`` it aligns pairs of known scores (pass 2 after pass 1: kernels.sw.align), without
+# it it scores them (pass 1 alone, into ``scores``: sw-lanes), so that a screen that aligns its survivors
+# compiles one driver. The drivers release the GIL (nogil): kernels.sw.align runs one at a time (its lock)
+# while a GPU screen's other task thread goes on launching kernels.
 
 @njit(parallel=True, cache=True, nogil=True)
-def _align_lanes_linear(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, g,
-                        max_cells, op_offsets, ops, op_counts, coords, status):
-    """Both passes of the groups groups[run] (groups[g]: LANES pair indices, -1 for none), in
-    parallel, pass 1 in lanes of proto's dtype; linear gaps."""
+def _lanes_linear(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, g, trace,
+                  max_cells, op_offsets, ops, op_counts, coords, status):
+    """Pass 1 of the groups groups[run] (groups[g]: LANES pair indices, -1 for none) in parallel, in
+    lanes of proto's dtype, then pass 2 (``trace``) or the scores; linear gaps."""
     for t in prange(run.shape[0]):
         lanes = groups[run[t]]
         best = np.zeros(LANES, np.int64)
         bi = np.zeros(LANES, np.int64)
         bj = np.zeros(LANES, np.int64)
         _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, g, g, False, best, bi, bj)
-        _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, g, max_cells,
-                      op_offsets, ops, op_counts, coords, status)
+        if trace:
+            _pass2_linear(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, g,
+                          max_cells, op_offsets, ops, op_counts, coords, status)
+        else:
+            _keep_best(lanes, best, scores)
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _align_lanes_affine(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge,
-                        max_cells, op_offsets, ops, op_counts, coords, status):
-    """:func:`_align_lanes_linear` with affine gaps."""
+def _lanes_affine(proto, codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge, trace,
+                  max_cells, op_offsets, ops, op_counts, coords, status):
+    """:func:`_lanes_linear` with affine gaps."""
     for t in prange(run.shape[0]):
         lanes = groups[run[t]]
         best = np.zeros(LANES, np.int64)
         bi = np.zeros(LANES, np.int64)
         bj = np.zeros(LANES, np.int64)
         _pass1_group(proto, codes, q_start, q_len, t_start, t_len, lanes, c1, c2, go, ge, True, best, bi, bj)
-        _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
-                      max_cells, op_offsets, ops, op_counts, coords, status)
+        if trace:
+            _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
+                          max_cells, op_offsets, ops, op_counts, coords, status)
+        else:
+            _keep_best(lanes, best, scores)
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _align_scalar(codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge, affine,
+def _scalar_pairs(codes, q_start, q_len, t_start, t_len, scores, groups, run, c1, c2, go, ge, affine, trace,
                   max_cells, op_offsets, ops, op_counts, coords, status):
-    """Both passes with the scalar int64 pass 1 (:func:`_end_of_best`), pair by pair."""
+    """:func:`_lanes_linear` and :func:`_lanes_affine` with the scalar int64 pass 1 (:func:`_end_of_best`),
+    pair by pair."""
     for t in prange(run.shape[0]):
         lanes = groups[run[t]]
         best = np.zeros(LANES, np.int64)
@@ -1179,7 +1199,9 @@ def _align_scalar(codes, q_start, q_len, t_start, t_len, scores, groups, run, c1
                 x = codes[q_start[p]:q_start[p] + q_len[p]]
                 y = codes[t_start[p]:t_start[p] + t_len[p]]
                 bi[k], bj[k], best[k] = _end_of_best(x, y, c1, c2, go, ge)
-        if affine:
+        if not trace:
+            _keep_best(lanes, best, scores)
+        elif affine:
             _pass2_affine(codes, q_start, q_len, t_start, t_len, scores, lanes, best, bi, bj, c1, c2, go, ge,
                           max_cells, op_offsets, ops, op_counts, coords, status)
         else:
@@ -1192,7 +1214,7 @@ INT32_MAX = 2 ** 31 - 1
 
 
 def plan_groups(q_len, t_len, c1, c2, go, ge, threads=None):
-    """(groups, kinds, run_order) for :func:`_align_lanes_linear` (affine) and :func:`_align_scalar`.
+    """(groups, kinds, run_order) for :func:`_lanes_linear` (affine) and :func:`_scalar_pairs`.
 
     Pairs sorted by (query length, target length) fill groups of LANES (fewer
     per group when there are too few pairs to give every thread a group).
@@ -1238,24 +1260,37 @@ more than the scalar driver's (2 cores, empty Numba cache), the time the scalar 
 about 2e9 cells on two threads."""
 
 
+
 def _lanes_compiled(affine: bool) -> bool:
     """Whether the lane driver of this gap model costs no compile: compiled in this process, or in
     Numba's on-disk cache."""
     from ...numba_ahead import in_cache
 
-    driver = _align_lanes_affine if affine else _align_lanes_linear
+    driver = _lanes_affine if affine else _lanes_linear
     return bool(driver.signatures) or in_cache(driver)
 
 
-def compile_lanes_soon(affine: bool) -> None:
+def compile_lanes_soon(affine: bool) -> threading.Event:
     """The lane driver's first compile in a child process, then its load here, on a thread of its own
-    (numba_ahead), once per process. Without it a machine whose batches all stay under
+    (numba_ahead), once per process; the event is set once the driver is loaded. Without it a machine whose batches all stay under
     COLD_SCALAR_CELLS never compiled the lanes and ran the scalar pass 1 for good: on the H100 host the
     issue's 100,000 x 1,000 screen took 37 s with its alignments, 11 s without."""
     from ...numba_ahead import WarmUp, load_once
 
     gaps = "affine" if affine else "linear"
-    load_once(f"sw-lanes-{gaps}", [WarmUp(f"{__name__}:lanes_once", (f"{__name__}:_align_lanes_{gaps}",), gaps)])
+    return load_once(f"sw-lanes-{gaps}", [WarmUp(f"{__name__}:lanes_once", (f"{__name__}:_lanes_{gaps}",), gaps)])
+
+
+def lanes_ready(affine: bool, wait: bool = False) -> bool:
+    """Whether the lane driver of this gap model costs no compile (:func:`_lanes_compiled`). Where it
+    would, its compile starts in the background (:func:`compile_lanes_soon`), and with ``wait`` this
+    returns (True) once the driver is loaded."""
+    if _lanes_compiled(affine):
+        return True
+    loaded = compile_lanes_soon(affine)
+    if wait:
+        loaded.wait()
+    return wait
 
 
 def lanes_once(gaps: str) -> None:
@@ -1267,20 +1302,27 @@ def lanes_once(gaps: str) -> None:
     c1, c2, go, ge = (2, 1, 5, 2) if gaps == "affine" else (2, 1, 1, 1)
     scores = np.full(2, 8 * c1, np.int64)   # the query lies whole in the target
     room = q_len + t_len
-    _align_pairs(codes, start, q_len, t_start, t_len, scores, c1, c2, go, ge, gaps == "affine", 1 << 20,
-                 np.cumsum(room) - room, np.empty(int(room.sum()) + 1, np.uint8), np.zeros(2, np.int64),
-                 np.zeros((2, 4), np.int64), np.zeros(2, np.int8), cold_rule=False)
+    _in_lanes(codes, start, q_len, t_start, t_len, scores, c1, c2, go, ge, gaps == "affine", True, 1 << 20,
+              np.cumsum(room) - room, np.empty(int(room.sum()) + 1, np.uint8), np.zeros(2, np.int64),
+              np.zeros((2, 4), np.int64), np.zeros(2, np.int8), cold_rule=False)
 
 
-def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, max_cells,
-                 op_offsets, ops, op_counts, coords, status, cold_rule: bool = True):
-    """Plan the groups, then run each kind's driver on its groups (all scalar for a small batch on a
-    machine that has not compiled the lane drivers, whose compile it starts in the background:
-    COLD_SCALAR_CELLS, unless ``cold_rule`` is off)."""
+def _in_lanes(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, trace, max_cells,
+              op_offsets, ops, op_counts, coords, status, cold_rule: bool = True):
+    """Plan the groups, then run each kind's driver on its groups. On a machine that has not compiled the
+    lane drivers (unless ``cold_rule`` is off) their compile starts in the background; a small batch of
+    alignments (COLD_SCALAR_CELLS) runs all scalar meanwhile, anything else waits for it.
+    ``trace``: align (pass 2); else the scores.
+
+    Scores always wait: a screen's batches are many and small, and every way of scoring them meanwhile
+    cost more than the wait on a fresh 2-core machine (the first 1,000 x 100 screen at 2/1/1: 21.1-22.0 s
+    waiting, 38.9 s by the scalar pass meanwhile, 40.0-51.7 s by sw-gotoh meanwhile, 29.1 s by sw-bpbc
+    before sw-lanes; each time the lanes' compile shared the cores with the work). The price is the
+    small screens': at 2/3/5/2 with the q-gram filter, 27.8 s waiting against 11.4 s by sw-gotoh before.
+    Once compiled (Numba's cache), the same screens take 5.4-5.9 s and 3.6-3.7 s (18.1 s and 3.9-4.1 s)."""
     groups, kinds, run_order = plan_groups(q_len, t_len, c1, c2, go, ge)
     cells = float(np.dot(np.asarray(q_len, np.float64), np.asarray(t_len, np.float64)))
-    if cold_rule and cells <= COLD_SCALAR_CELLS and not _lanes_compiled(bool(affine)):
-        compile_lanes_soon(bool(affine))
+    if cold_rule and not lanes_ready(bool(affine), wait=not trace or cells > COLD_SCALAR_CELLS):
         kinds[:] = KIND_SCALAR
     c1, c2, go, ge, max_cells = (np.int64(v) for v in (c1, c2, go, ge, max_cells))
     data = (codes, q_start, q_len, t_start, t_len, scores, groups)
@@ -1290,11 +1332,11 @@ def _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, 
         if run.size == 0:
             continue
         if proto is None:
-            _align_scalar(*data, run, c1, c2, go, ge, bool(affine), max_cells, *out)
+            _scalar_pairs(*data, run, c1, c2, go, ge, bool(affine), trace, max_cells, *out)
         elif affine:
-            _align_lanes_affine(np.zeros(0, proto), *data, run, c1, c2, go, ge, max_cells, *out)
+            _lanes_affine(np.zeros(0, proto), *data, run, c1, c2, go, ge, trace, max_cells, *out)
         else:
-            _align_lanes_linear(np.zeros(0, proto), *data, run, c1, c2, go, max_cells, *out)
+            _lanes_linear(np.zeros(0, proto), *data, run, c1, c2, go, trace, max_cells, *out)
 
 
 def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_cells,
@@ -1309,16 +1351,24 @@ def align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, max_
     row-major order holding the best H), LANES pairs at once
     (:func:`_pass1_group`); pass 2 the start and the operations (:func:`_trace_linear`).
     """
-    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, max_cells,
-                 op_offsets, ops, op_counts, coords, status)
+    _in_lanes(codes, q_start, q_len, t_start, t_len, scores, c1, c2, gap, gap, False, True, max_cells,
+              op_offsets, ops, op_counts, coords, status)
 
 
 def align_pairs_affine(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, max_cells,
                        op_offsets, ops, op_counts, coords, status):
     """:func:`align_pairs` with affine gaps (gap of length L: -(go + (L - 1) ge)); pass 2 is
     :func:`_trace_affine`."""
-    _align_pairs(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, True, max_cells,
-                 op_offsets, ops, op_counts, coords, status)
+    _in_lanes(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, True, True, max_cells,
+              op_offsets, ops, op_counts, coords, status)
+
+
+def score_pairs(codes, q_start, q_len, t_start, t_len, c1, c2, go, ge, affine, scores):
+    """scores[p] (int64) = the Smith-Waterman score of each (query, target) pair, as :func:`align_pairs`
+    lays them out: pass 1 alone, LANES pairs at once (sw-lanes). Linear gaps: go = ge = g."""
+    nothing = np.zeros(0, np.int64)   # pass 2's outputs, unused: typed as align_pairs passes them
+    _in_lanes(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, False, np.int64(0),
+              nothing, np.zeros(0, np.uint8), nothing, np.zeros((0, 4), np.int64), np.zeros(0, np.int8))
 
 @njit(parallel=True, cache=True)
 def count_bases(codes, starts, lengths, counts):
