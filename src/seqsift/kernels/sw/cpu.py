@@ -1272,9 +1272,9 @@ def _lanes_compiled(affine: bool) -> bool:
 
 def compile_lanes_soon(affine: bool) -> threading.Event:
     """The lane driver's first compile in a child process, then its load here, on a thread of its own
-    (numba_ahead), once per process; the event is set once the driver is loaded. Without it a machine whose batches all stay under
-    COLD_SCALAR_CELLS never compiled the lanes and ran the scalar pass 1 for good: on the H100 host the
-    issue's 100,000 x 1,000 screen took 37 s with its alignments, 11 s without."""
+    (numba_ahead), once per process; the event is set once the driver is loaded. Without it a machine
+    whose batches all stay under COLD_SCALAR_CELLS never compiled the lanes and ran the scalar pass 1 for
+    good: on the H100 host the issue's 100,000 x 1,000 screen took 37 s with its alignments, 11 s without."""
     from ...numba_ahead import WarmUp, load_once
 
     gaps = "affine" if affine else "linear"
