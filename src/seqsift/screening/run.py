@@ -84,8 +84,9 @@ def screen(queries, targets, *, threshold: int | None = None, match: int = 2, mi
     algorithm         "auto" (per length bucket, from ``seqsift bench``'s
                       measurements), "sw-bpbc" (bit-sliced, Nishimura et al.),
                       "sw-wordwise", "sw-dpx" (16-bit DPX lanes), or for
-                      affine gaps too "sw-gotoh" and "sw-dpx-affine";
-                      word_bits 32 or 64 pairs per word (bpbc)
+                      affine gaps too "sw-gotoh", "sw-dpx-affine" and
+                      "sw-lanes" (CPU cores only, 32 pairs in SIMD lanes: the
+                      CPU's default); word_bits 32 or 64 pairs per word (bpbc)
     backend           "auto" (cuda when a GPU is visible), "cuda" or "cpu"
     client            a distributed.Client; otherwise one is started or joined
                       (``workers``, ``gpus``, ``scheduler``, ``scheduler_file``)
