@@ -383,11 +383,11 @@ def _lanes_scores(codes, q_start, q_len, t_start, t_len, scoring: Scoring) -> np
     """int32 scores of the pairs (query codes[q_start[p]:+q_len[p]], target likewise) in SIMD lanes."""
     from . import cpu as sw_cpu
 
+    where = [np.ascontiguousarray(a, dtype=np.int64) for a in (q_start, q_len, t_start, t_len)]
     scores = np.zeros(len(q_start), np.int64)
     if len(q_start):
         with PARALLEL_REGIONS:   # Numba's parallel regions, one thread at a time (see align)
-            sw_cpu.score_pairs(np.ascontiguousarray(codes, dtype=np.uint8), *(np.ascontiguousarray(a, dtype=np.int64)
-                               for a in (q_start, q_len, t_start, t_len)), scoring.match, scoring.mismatch,
+            sw_cpu.score_pairs(np.ascontiguousarray(codes, dtype=np.uint8), *where, scoring.match, scoring.mismatch,
                                scoring.open, scoring.extend, scoring.affine, scores)
     return scores.astype(np.int32)
 
