@@ -76,3 +76,19 @@ def cuda_client():
     with Client(cluster) as client:
         yield client
     cluster.close()
+
+
+@pytest.fixture
+def drivers_called(monkeypatch):
+    """The names of the SW lane drivers (kernels/sw/cpu.py) each call runs: the real drivers, counted; no
+    background compile of the lanes (compile_lanes_soon does nothing)."""
+    from seqsift.kernels.sw import cpu as sw_cpu
+
+    called = []
+    for name in ("_scalar_pairs", "_lanes_linear", "_lanes_affine"):
+        def counted(*args, _real=getattr(sw_cpu, name), _name=name):
+            called.append(_name)
+            return _real(*args)
+        monkeypatch.setattr(sw_cpu, name, counted)
+    monkeypatch.setattr(sw_cpu, "compile_lanes_soon", lambda affine: None)
+    return called

@@ -379,22 +379,16 @@ def test_a_wrong_score_is_refused_on_every_path():
 
 @pytest.mark.parametrize("affine", [False, True], ids=["linear", "affine"])
 @pytest.mark.parametrize("compiled", [False, True], ids=["cold", "warm"])
-def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkeypatch, compiled, affine):
+def test_a_small_batch_takes_the_scalar_pass_until_the_lanes_are_compiled(monkeypatch, drivers_called, compiled,
+                                                                           affine):
     """On a machine that has not compiled the lane drivers, a batch of few cells is aligned by the
     scalar pass 1 (no 10-15 s compile for it); once they are compiled, by the lanes; same results."""
     monkeypatch.setattr(sw_cpu, "COLD_SCALAR_CELLS", 2e9)
     monkeypatch.setattr(sw_cpu, "_lanes_compiled", lambda affine: compiled)
-    monkeypatch.setattr(sw_cpu, "compile_lanes_soon", lambda affine: None)   # no background compile here
-    called = []
-    for name in ("_scalar_pairs", "_lanes_linear", "_lanes_affine"):
-        def counted(*args, _real=getattr(sw_cpu, name), _name=name):
-            called.append(_name)
-            return _real(*args)
-        monkeypatch.setattr(sw_cpu, name, counted)
     scoring = sw.Scoring(2, 3, gap_open=5, gap_extend=2) if affine else sw.Scoring(2, 1, 1)
     check_against_reference(mixed_pairs(np.random.default_rng(11), 40, 30, 60), scoring)
     lanes = "_lanes_affine" if affine else "_lanes_linear"
-    assert set(called) == ({lanes} if compiled else {"_scalar_pairs"})
+    assert set(drivers_called) == ({lanes} if compiled else {"_scalar_pairs"})
 
 
 COLD_THEN_COMPILED = """

@@ -17,22 +17,6 @@ from seqsift.kernels import sw
 from seqsift.kernels.sw import cpu as sw_cpu
 from test_sw_affine import adversarial_pairs, codes_of, matrix, parasail_score, random_pairs
 
-DRIVERS = ("_scalar_pairs", "_lanes_linear", "_lanes_affine")
-
-
-@pytest.fixture
-def drivers_called(monkeypatch):
-    """The names of the cpu.py drivers each call runs (the real drivers, counted)."""
-    called = []
-    for name in DRIVERS:
-        def counted(*args, _real=getattr(sw_cpu, name), _name=name):
-            called.append(_name)
-            return _real(*args)
-        monkeypatch.setattr(sw_cpu, name, counted)
-    monkeypatch.setattr(sw_cpu, "compile_lanes_soon", lambda affine: None)   # no background compile here
-    return called
-
-
 def pairs_of(seed: int, count: int, max_x: int, max_y: int):
     xs, ys = random_pairs(np.random.default_rng(seed), count, max_x, max_y)
     for x, y in adversarial_pairs():

@@ -379,19 +379,6 @@ def dpx_affine_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_le
     return _dpx_cpu(x_codes, y_codes, scoring, affine=True)
 
 
-def _lanes_scores(codes, q_start, q_len, t_start, t_len, scoring: Scoring) -> np.ndarray:
-    """int32 scores of the pairs (query codes[q_start[p]:+q_len[p]], target likewise) in SIMD lanes."""
-    from . import cpu as sw_cpu
-
-    where = [np.ascontiguousarray(a, dtype=np.int64) for a in (q_start, q_len, t_start, t_len)]
-    scores = np.zeros(len(q_start), np.int64)
-    if len(q_start):
-        with PARALLEL_REGIONS:   # Numba's parallel regions, one thread at a time (see align)
-            sw_cpu.score_pairs(np.ascontiguousarray(codes, dtype=np.uint8), *where, scoring.match, scoring.mismatch,
-                               scoring.open, scoring.extend, scoring.affine, scores)
-    return scores.astype(np.int32)
-
-
 def lanes_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=None):
     """sw-lanes on CPU cores (module docstring): pair p is the rows x_codes[p] against y_codes[p], each its
     whole padded width (the padding, N, changes no score). word_bits and min_length are ignored."""
@@ -401,16 +388,23 @@ def lanes_cpu(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length=
     if pairs == 0 or m == 0 or n == 0:
         return np.zeros(pairs, np.int32)
     first = np.arange(pairs, dtype=np.int64)
-    return _lanes_scores(np.concatenate([x_codes.ravel(), y_codes.ravel()]), first * m, np.full(pairs, m),
-                         pairs * m + first * n, np.full(pairs, n), scoring)
+    return lanes_buffer_cpu(np.concatenate([x_codes.ravel(), y_codes.ravel()]), first * m, np.full(pairs, m),
+                            pairs * m + first * n, np.full(pairs, n), scoring, product=False)
 
 
 def lanes_buffer_cpu(codes, x_start, x_len, y_start, y_len, scoring: Scoring, *, product: bool, threshold=None):
-    """sw-lanes on one code buffer: each pair read where it lies, at its own lengths."""
+    """sw-lanes on one code buffer: each pair read where it lies, at its own lengths (cpu.score_pairs)."""
+    from . import cpu as sw_cpu
+
     shape = (len(x_start), len(y_start)) if product else (len(x_start),)
     xi, yi = _buffer_pairs(len(x_start), len(y_start), product)
     x_start, x_len, y_start, y_len = (np.asarray(a, np.int64) for a in (x_start, x_len, y_start, y_len))
-    scores = _lanes_scores(codes, x_start[xi], x_len[xi], y_start[yi], y_len[yi], scoring).reshape(shape)
+    scores = np.zeros(len(xi), np.int64)
+    if len(xi):
+        sw_cpu.score_pairs(np.ascontiguousarray(codes, dtype=np.uint8), x_start[xi], x_len[xi], y_start[yi],
+                           y_len[yi], scoring.match, scoring.mismatch, scoring.open, scoring.extend, scoring.affine,
+                           scores)
+    scores = scores.astype(np.int32).reshape(shape)
     return scores if threshold is None else scores >= threshold
 
 
