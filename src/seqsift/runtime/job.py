@@ -132,6 +132,15 @@ def records_sha256(names, lengths) -> str:
     return digest.hexdigest()
 
 
+def names_sha256(names) -> str:
+    """:func:`sequences_sha256` of one name per line, the same digest, hashed as one joined text (a screen's
+    100,000 read names: 0.01 s instead of 0.03-0.05 s, before its first task is submitted)."""
+    digest = hashlib.sha256()
+    if len(names):
+        digest.update(("\n".join(names) + "\n").encode())
+    return digest.hexdigest()
+
+
 def sequences_sha256(named_sequences) -> str:
     """SHA-256 of (name, sequence, ...) tuples, one line each: what a job's patterns (guides, pairs) are.
     Lines are hashed in blocks (a million records' names: one update per block, not per line)."""
