@@ -22,7 +22,9 @@ first ``--kernel-reads`` reads against every target (codes on the device, one ti
 events), cells/s counted as reads x targets x 150 x 2,000.
 
 Writes DIR/screen_e2e.json (DESIGN.md's shape; the job as ``e2e-screen-100k-x-1000`` with ``wall_s``)
-and prints a table.
+and DIR/screen_e2e.png (each job's wall: the start before the CLI's main, the inputs' read, the rest of
+main, beside the 5 s goal), and prints a table. ``--plot FILE.json``: only the PNG of a saved result,
+beside it.
 """
 from __future__ import annotations
 
@@ -99,8 +101,40 @@ def kernel_alone(read_file: Path, target_file: Path, reads: int, threshold: int,
     return out
 
 
+def plot(result: dict, path: Path) -> None:
+    """Each end-to-end job's wall as stacked bars: start and imports before main, read, the rest of main."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    jobs = [r for r in result["records"] if r.get("wall_s") is not None]
+    names = [r["algorithm"].replace("e2e-screen-", "") for r in jobs]
+    startup = np.array([r["startup_s"] for r in jobs])
+    read = np.array([r["stages"].get("read", 0.0) for r in jobs])
+    rest = np.array([r["wall_s"] for r in jobs]) - startup - read
+    fig, ax = plt.subplots(figsize=(7, 1.6 + 0.6 * len(jobs)))
+    left = np.zeros(len(jobs))
+    for part, label in ((startup, "start, imports"), (read, "read inputs"), (rest, "plan, kernels, write")):
+        ax.barh(names, part, left=left, label=label)
+        left += part
+    goal = jobs[0].get("goal_s") if jobs else None
+    if goal and result["device"] != "cpu":
+        ax.axvline(goal, color="k", linestyle="--", label=f"goal {goal:g} s")
+    ax.set_xlabel("seconds (fresh process, second run)")
+    ax.set_title(f"seqsift screen end to end, {result['device']}, {result['date']}, {result['commit']}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    if "--plot" in sys.argv:   # only the PNG of a saved result
+        saved = Path(sys.argv[sys.argv.index("--plot") + 1])
+        plot(json.loads(saved.read_text()), saved.with_suffix(".png"))
+        return 0
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--reads", type=int, default=100_000)
     ap.add_argument("--targets", type=int, default=1000)
@@ -170,6 +204,7 @@ def main() -> int:
     result = {"device": device, "date": datetime.date.today().isoformat(),
               "commit": os.environ.get("SEQSIFT_COMMIT") or source_commit(), "records": records}
     (args.out / "screen_e2e.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, args.out / "screen_e2e.png")
     return 0
 
 
