@@ -388,6 +388,36 @@ def test_guides_of_several_lengths_with_iupac_and_bulges_match_the_oracle(client
     assert as_rows(got) == expected
 
 
+@pytest.mark.parametrize("k, dna, rna", [(2, 2, 2), (3, 1, 1), (4, 0, 2)])
+def test_bulged_sites_at_the_mismatch_limit_match_the_oracle(client, tmp_path, k, dna, rna):
+    """20-nt guides planted with k mismatches (some beside the bulge, some in IUPAC or N letters of the
+    genome) and a DNA or RNA bulge of each size: the CPU kernel's lower bound, which skips the exact bulge
+    search for pairs past the limit, keeps every site the oracle finds at and below the limit."""
+    rng = random.Random(f"limit-{k}-{dna}-{rna}")
+    guides = [(f"g{g}", "".join(rng.choice("ACGT") for _ in range(20))) for g in range(4)]
+    records = [[f"r{i}", "".join(rng.choice("ACGTacgtNRY") for _ in range(300))] for i in range(4)]
+    for _, guide in guides:
+        for size, kind in [(s, "DNA") for s in range(1, dna + 1)] + [(s, "RNA") for s in range(1, rna + 1)] * 2:
+            copy = list(guide)
+            at = rng.randint(2, 17)
+            copy = copy[:at] + [rng.choice("ACGT") for _ in range(size)] + copy[at:] if kind == "DNA" \
+                else copy[:at] + copy[at + size:]
+            for spot in rng.sample(range(len(copy)), k + rng.choice([0, 0, 1])):   # at the limit, or one past
+                copy[spot] = rng.choice([c for c in "ACGTN" if c != copy[spot]])
+            site = "".join(copy) + rng.choice("ACGT") + "GG"
+            record = rng.choice(records)
+            where = rng.randint(0, len(record[1]))
+            record[1] = record[1][:where] + (revcomp(site) if rng.random() < 0.5 else site) + record[1][where:]
+    records = [tuple(r) for r in records]
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    expected = oracle_sites(records, guides, "NGG", k, 3, dna, rna)
+    got = seqsift.crispr(str(reference), guides, pam="NGG", mismatches=k, dna_bulge=dna, rna_bulge=rna,
+                         client=client, chunk_size=250, backend="cpu")
+    assert as_rows(got) == expected
+    bulged = [row for row in expected if row[6] != "none"]
+    assert any(row[5] == k for row in bulged), "some bulged sites should sit at the limit"
+
+
 def test_a_job_orients_each_guide_range_once_for_all_its_task_threads():
     """Tasks of one worker share the job: the rows of a guide range are built once (thread-safely), not per task."""
     import pickle

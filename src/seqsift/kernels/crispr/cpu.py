@@ -6,7 +6,10 @@ checked at every candidate (``_check_candidates``). Without bulges a row is a
 plain count of mismatches with an early exit past its limit. With bulges each
 (type, size) fixes the protospacer's length and start; the best bulge position
 j comes from a prefix count (row[0:j] against the protospacer's first bases)
-plus a shifted suffix count, O(L) per (candidate, row, bulge size).
+plus a shifted suffix count, O(L) per (candidate, row, bulge size), once a
+lower bound that holds wherever the bulge sits (each row base counted at the
+smaller of its unshifted and shifted mismatch) has not already passed the
+limit, with an early exit: for most pairs it has within a few bases.
 
 Rows of plain A/C/G/T guides of up to 32 bases take a faster path when
 there are no bulges (``_check_packed``): each candidate's protospacer window
@@ -104,11 +107,28 @@ def _check_candidates(text, candidates, masks, lengths, limits, row_ids, minus, 
                             break
                     best = mm
                 else:
+                    shift = size if kind == BULGE_DNA else -size
+                    # A lower bound first: wherever the bulge sits, row base i is counted against the text
+                    # as it is (before the bulge) or shifted (after it), so it costs at least the smaller
+                    # of the two; an RNA bulge leaves `size` row bases uncounted. Most (candidate, row)
+                    # pairs pass the limit within a few bases and skip the exact search below.
+                    # (Row bases past the text count as mismatches: an RNA bulge's site is shorter than
+                    # the row, and the prefix never reaches them, nor the bound's minimum past the shifted one.)
+                    unpaired = size if kind == BULGE_RNA else 0
+                    bound = 0
+                    for i in range(length):
+                        u, t = g0 + i, g0 + i + shift
+                        if (u >= n or _mismatch(masks[r, i], text[u])) and (t < 0 or t >= n
+                                                                          or _mismatch(masks[r, i], text[t])):
+                            bound += 1
+                            if bound - unpaired > limit:
+                                break
+                    if bound - unpaired > limit:
+                        continue
                     # prefix[j]: mismatches of row[0:j] against text[g0:g0+j].
                     for i in range(length):
-                        prefix[i + 1] = prefix[i] + _mismatch(masks[r, i], text[g0 + i])
+                        prefix[i + 1] = prefix[i] + (_mismatch(masks[r, i], text[g0 + i]) if g0 + i < n else 1)
                     # suffix[t]: mismatches of row[t:] against the text shifted by +size (DNA) or -size (RNA).
-                    shift = size if kind == BULGE_DNA else -size
                     suffix[length] = 0
                     for i in range(length - 1, -1, -1):
                         t = g0 + i + shift
