@@ -388,31 +388,37 @@ def test_guides_of_several_lengths_with_iupac_and_bulges_match_the_oracle(client
     assert as_rows(got) == expected
 
 
-@pytest.mark.parametrize("k, dna, rna", [(2, 2, 2), (3, 1, 1), (4, 0, 2)])
-def test_bulged_sites_at_the_mismatch_limit_match_the_oracle(client, tmp_path, k, dna, rna):
-    """20-nt guides planted with k mismatches (some beside the bulge, some in IUPAC or N letters of the
-    genome) and a DNA or RNA bulge of each size: the CPU kernel's lower bound, which skips the exact bulge
-    search for pairs past the limit, keeps every site the oracle finds at and below the limit."""
-    rng = random.Random(f"limit-{k}-{dna}-{rna}")
-    guides = [(f"g{g}", "".join(rng.choice("ACGT") for _ in range(20))) for g in range(4)]
+@pytest.mark.parametrize("pam, side, length, k, dna, rna", [
+    ("NGG", 3, 20, 2, 2, 2), ("NGG", 3, 20, 3, 1, 1), ("NGG", 3, 20, 4, 0, 2), ("TTTV", 5, 23, 3, 1, 1),
+    ("TTTV", 5, 28, 2, 2, 2),   # 28 + 2 + 2 bases: the widest a packed word holds
+    ("NGG", 3, 29, 2, 2, 2),    # one base more: the per-base path
+])
+def test_bulged_sites_at_the_mismatch_limit_match_the_oracle(client, tmp_path, pam, side, length, k, dna, rna):
+    """Guides planted with k mismatches (or one more; some in N letters) and a DNA or RNA bulge of each size,
+    in a genome with IUPAC letters: the CPU kernel's lower bounds, which skip the exact bulge search for
+    pairs past the limit (a popcount on packed words, or a loop over the bases), keep every site the
+    oracle finds, on either side of the PAM."""
+    rng = random.Random(f"limit-{pam}-{length}-{k}-{dna}-{rna}")
+    guides = [(f"g{g}", "".join(rng.choice("ACGT") for _ in range(length))) for g in range(4)]
     records = [[f"r{i}", "".join(rng.choice("ACGTacgtNRY") for _ in range(300))] for i in range(4)]
     for _, guide in guides:
         for size, kind in [(s, "DNA") for s in range(1, dna + 1)] + [(s, "RNA") for s in range(1, rna + 1)] * 2:
             copy = list(guide)
-            at = rng.randint(2, 17)
+            at = rng.randint(2, length - 3)
             copy = copy[:at] + [rng.choice("ACGT") for _ in range(size)] + copy[at:] if kind == "DNA" \
                 else copy[:at] + copy[at + size:]
             for spot in rng.sample(range(len(copy)), k + rng.choice([0, 0, 1])):   # at the limit, or one past
                 copy[spot] = rng.choice([c for c in "ACGTN" if c != copy[spot]])
-            site = "".join(copy) + rng.choice("ACGT") + "GG"
+            site_pam = "".join(rng.choice(PAM_BASES[c]) for c in pam)
+            site = "".join(copy) + site_pam if side == 3 else site_pam + "".join(copy)
             record = rng.choice(records)
             where = rng.randint(0, len(record[1]))
             record[1] = record[1][:where] + (revcomp(site) if rng.random() < 0.5 else site) + record[1][where:]
     records = [tuple(r) for r in records]
     reference = write_fasta(tmp_path / "ref.fa", records)
-    expected = oracle_sites(records, guides, "NGG", k, 3, dna, rna)
-    got = seqsift.crispr(str(reference), guides, pam="NGG", mismatches=k, dna_bulge=dna, rna_bulge=rna,
-                         client=client, chunk_size=250, backend="cpu")
+    expected = oracle_sites(records, guides, pam, k, side, dna, rna)
+    got = seqsift.crispr(str(reference), guides, pam=pam, mismatches=k, pam_side=side, dna_bulge=dna,
+                         rna_bulge=rna, client=client, chunk_size=250, backend="cpu")
     assert as_rows(got) == expected
     bulged = [row for row in expected if row[6] != "none"]
     assert any(row[5] == k for row in bulged), "some bulged sites should sit at the limit"
