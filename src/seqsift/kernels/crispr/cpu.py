@@ -67,16 +67,30 @@ def _mismatch(mask, code) -> int:
 
 
 @njit(inline="always")
-def _option(option, dna_bulge, length):
-    """(kind, size, span) of bulge option 0 (none), 1..dna_bulge (DNA) or the RNA sizes after them; span is
-    the protospacer's length in the text, and -1 where an RNA bulge cannot fit the row (it may hold
-    neither the row's first nor its last base)."""
+def _site(option, dna_bulge, length, p, pam_right, pam_length, n, owned_lo, owned_hi):
+    """(kind, size, g0, start, end) of bulge option ``option`` (0: none, 1..dna_bulge: a DNA bulge of that
+    size, then the RNA sizes) for a row of ``length`` bases at PAM candidate p: the protospacer starts at
+    text position g0, the site with its PAM is [start, end). kind is -1 where the option does not apply:
+    an RNA bulge that cannot fit the row (it may hold neither its first nor its last base), or a site that
+    leaves the text or whose last base lies outside [owned_lo, owned_hi)."""
     if option == 0:
-        return BULGE_NONE, 0, length
-    if option <= dna_bulge:
-        return BULGE_DNA, option, length + option
-    size = option - dna_bulge
-    return BULGE_RNA, size, length - size if length >= size + 2 else -1
+        kind, size, span = BULGE_NONE, 0, length
+    elif option <= dna_bulge:
+        kind, size, span = BULGE_DNA, option, length + option
+    else:
+        kind, size = BULGE_RNA, option - dna_bulge
+        span = length - size
+        if length < size + 2:
+            kind = -1
+    if pam_right:
+        g0 = p - span
+        start, end = g0, p + pam_length
+    else:
+        g0 = p + pam_length
+        start, end = p, g0 + span
+    if start < 0 or end > n or end - 1 < owned_lo or end - 1 >= owned_hi:
+        kind = -1
+    return kind, size, g0, start, end
 
 
 @njit(inline="always")
@@ -139,16 +153,9 @@ def _check_candidates(text, candidates, masks, lengths, limits, row_ids, minus, 
             length = lengths[r]
             limit = limits[r]
             for option in range(1 + dna_bulge + rna_bulge):
-                kind, size, span = _option(option, dna_bulge, length)
-                if span < 0:
-                    continue
-                if pam_right:
-                    g0 = p - span
-                    start, end = g0, p + pam_length
-                else:
-                    g0 = p + pam_length
-                    start, end = p, g0 + span
-                if start < 0 or end > n or end - 1 < owned_lo or end - 1 >= owned_hi:
+                kind, size, g0, start, end = _site(option, dna_bulge, length, p, pam_right, pam_length, n,
+                                                   owned_lo, owned_hi)
+                if kind < 0:
                     continue
                 best, best_at = limit + 1, 0
                 if kind == BULGE_NONE:
@@ -288,16 +295,9 @@ def _check_packed_bulges(text, candidates, window, row_ids, codes, care, masks, 
             limit = limits[r]
             row_codes, row_care = codes[k] << lift, care[k] << lift
             for option in range(1 + dna_bulge + rna_bulge):
-                kind, size, span = _option(option, dna_bulge, length)
-                if span < 0:
-                    continue
-                if pam_right:
-                    g0 = p - span
-                    start, end = g0, p + pam_length
-                else:
-                    g0 = p + pam_length
-                    start, end = p, g0 + span
-                if start < 0 or end > n or end - 1 < owned_lo or end - 1 >= owned_hi:
+                kind, size, g0, start, end = _site(option, dna_bulge, length, p, pam_right, pam_length, n,
+                                                   owned_lo, owned_hi)
+                if kind < 0:
                     continue
                 if kind == BULGE_NONE:
                     best, best_at = _popcount(_mismatch_bits(packed, other, row_codes, row_care)), 0
