@@ -296,11 +296,19 @@ def test_a_file_job_past_a_tiny_spill_budget_writes_the_same_output(job_files, c
 
 @pytest.mark.parametrize("count", [0, 1, 3, 65_536, 65_537, 140_001])
 def test_a_screens_names_digest_is_the_line_by_line_one(count):
-    """names_sha256 (the screen's fingerprint, as one joined text) equals sequences_sha256 of one name per
-    line in blocks: a run saved by either resumes with the other."""
-    from seqsift.runtime.job import names_sha256, sequences_sha256
+    """sequences_sha256 of one column (the screen's names, joined as one text) equals the digest of one name
+    per line, hashed line by line, and a second column joins each line's fields with a tab: a run saved by
+    either resumes with the other."""
+    import hashlib
+
+    from seqsift.runtime.job import sequences_sha256
 
     names = tuple(f"read_{k}_é" if k % 7 else f"r{k}" for k in range(count))
-    assert names_sha256(names) == sequences_sha256(zip(names))
+    line_by_line = hashlib.sha256()
+    for name in names:
+        line_by_line.update((name + "\n").encode())
+    assert sequences_sha256(names) == line_by_line.hexdigest()
     if count:
-        assert names_sha256(names[:-1] + ("other",)) != names_sha256(names)
+        assert sequences_sha256(names[:-1] + ("other",)) != sequences_sha256(names)
+        paired = hashlib.sha256("".join(f"{name}\tACGT\n" for name in names).encode()).hexdigest()
+        assert sequences_sha256(names, ["ACGT"] * count) == paired

@@ -182,7 +182,7 @@ class CrisprJob:
     def fingerprint(self, plan: Plan) -> dict:
         return {"job": self.name,
                 "references": [reference_fingerprint(ref) for ref in self.references],
-                "guides_sha256": sequences_sha256(zip(self.guides.names, self.guides.sequences, self.limits)),
+                "guides_sha256": sequences_sha256(self.guides.names, self.guides.sequences, self.limits),
                 "parameters": {"pam": self.pam, "pam_side": self.pam_side, "dna_bulge": self.dna_bulge,
                                "rna_bulge": self.rna_bulge, "strands": list(self.strands)},
                 "layout": plan.layout}

@@ -22,7 +22,7 @@ from ..kernels.sw import Scoring
 from ..kernels.threads import use_worker_share
 from ..memo import Memo
 from ..runtime import stages
-from ..runtime.job import Plan, names_sha256
+from ..runtime.job import Plan, sequences_sha256
 from .planning import CELLS_PER_TASK, CODE_BYTES_PER_TASK, PairTask, plan_tasks
 
 if TYPE_CHECKING:   # pandas loads where a task makes its rows: a job's client imports it after submitting
@@ -117,7 +117,7 @@ class ScreenJob:
     def fingerprint(self, plan: Plan) -> dict:
         scoring = {name: getattr(self.scoring, name) for name in self.scoring.__dataclass_fields__}
         return {"job": self.name, "sequences_sha256": self.sequences.digest(),
-                "names_sha256": names_sha256(self.query_names + self.target_names),
+                "names_sha256": sequences_sha256(self.query_names + self.target_names),
                 "parameters": {"scoring": scoring, "threshold": self.threshold, "align": self.align,
                                "all_vs_all": self.all_vs_all, "strand": self.strand},
                 "layout": plan.layout}

@@ -110,7 +110,7 @@ class SearchJob:
             "job": self.name,
             **reference_fingerprint(self.reference),
             "records_digest": records_sha256(self.reference.names, self.reference.lengths),
-            "patterns_sha256": sequences_sha256(zip(self.patterns.names, self.patterns.sequences)),
+            "patterns_sha256": sequences_sha256(self.patterns.names, self.patterns.sequences),
             "parameters": {"metric": self.metric, "k": self.k, "mode": self.mode, "strand": self.strand,
                            "align": self.align, "alphabet": self.alphabet},
             "layout": plan.layout,

@@ -1276,7 +1276,6 @@ more than the scalar driver's (2 cores, empty Numba cache), the time the scalar 
 about 2e9 cells on two threads."""
 
 
-
 def _lanes_compiled(affine: bool) -> bool:
     """Whether the lane driver of this gap model costs no compile: compiled in this process, or in
     Numba's on-disk cache."""
@@ -1385,6 +1384,7 @@ def score_pairs(codes, q_start, q_len, t_start, t_len, c1, c2, go, ge, affine, s
     nothing = np.zeros(0, np.int64)   # pass 2's outputs, unused: typed as align_pairs passes them
     _in_lanes(codes, q_start, q_len, t_start, t_len, scores, c1, c2, go, ge, affine, False, np.int64(0),
               nothing, np.zeros(0, np.uint8), nothing, np.zeros((0, 4), np.int64), np.zeros(0, np.int8))
+
 
 @njit(parallel=True, cache=True)
 def count_bases(codes, starts, lengths, counts):
