@@ -22,6 +22,20 @@ def test_cu_file_compiles(source, arch, tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
+@pytest.mark.parametrize("defines", [["-DDPX_HALF=1", "-DDPX_SKEW=4", "-DDPX_ROWS=16"],
+                                     ["-DDPX_HALF=1", "-DDPX_SKEW=2", "-DDPX_GAP_IS_MISMATCH=1", "-DDPX_ROWS=19"],
+                                     ["-DDPX_AFFINE=1", "-DDPX_SKEW=4", "-DDPX_ROWS=16"]],
+                         ids=["half-skew4", "half-skew2-g=c2", "affine-skew4"])
+def test_dpx_variants_compile(defines, arch, tmp_path):
+    """dpx.cu as the launcher compiles it for half lanes and skewed steps (kernels/sw/cuda.py, dpx_launch)."""
+    source = KERNEL_DIR / "sw" / "dpx.cu"
+    result = subprocess.run(["nvcc", f"-arch={arch}", *defines, "-c", str(source), "-o", str(tmp_path / "out.o")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+
+
 def test_every_family_has_its_cuda_source_beside_it():
     """kernels/<family>/<family>.cu, the layout pyproject.toml ships (kernels/*/*.cu)."""
     families = {"hamming", "edit", "nfa", "rowdp", "shiftor", "sw"}

@@ -203,7 +203,10 @@ def gotoh_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length
 DPX_THREADS = 256
 DPX_GAP = 64            # dpx.cu: N codes a PAIRS row has before its start and past the longest row
 DPX_BOUND_PAD = 80      # dpx.cu: boundary row columns beyond n
-DPX_TABLE_WORDS = 32 + 1024 + 8   # dpx.cu: DPX_LEAD + DPX_CHUNK + DPX_TAIL, the PRODUCT table in shared memory
+DPX_SKEW = 4
+"""The largest DPX_SKEW of dpx.cu (thread k of a group computes column t - S k at step t, so that a thread's
+consecutive steps overlap): the table lead that shared memory is reserved for. See :func:`dpx_skew`."""
+DPX_CHUNK_WORDS = 1024 + 8   # dpx.cu: DPX_CHUNK + DPX_TAIL; the PRODUCT table in shared memory has DPX_TABLE_LEAD more
 DPX_MAX_ROWS = {(False, False): 20, (True, False): 16, (False, True): 20, (True, True): 20}
 """The most rows per thread (DPX_ROWS) per (gap model affine, all-vs-all tiles): beyond, ptxas spills at 128
 registers (2 blocks per SM). The affine tiles keep no selector per row (their scores come from a profile
@@ -214,10 +217,29 @@ along y to stay under it; run 1 of round 2 split a 256 x 128 tile of two rounds 
 at 512 MB, half the speed of the same rounds as pairs)."""
 
 
-def dpx_tile_shared_bytes(rows: int) -> int:
+def dpx_table_words(skew: int = 1) -> int:
+    """Words of a PRODUCT block's table (dpx.cu's DPX_TABLE_WORDS): the lead of 32 S columns, a chunk, its tail."""
+    return 32 * skew + DPX_CHUNK_WORDS
+
+
+def dpx_skew(rows: int, group: int, rounds: int, affine: bool, product: bool) -> int:
+    """DPX_SKEW for a launch. One-round linear launches: 4 for up to 16 rows a thread, 2 for more (H200, the
+    kernels alone, benchmarks/README.md: the 128 x 8,192 tile at R = 16 ran 1.10-1.12x faster at S = 4 than
+    unskewed and 1.05-1.10x at S = 2; the 150 x 2,000 tile at R = 19 1.02-1.05x at 4 and 1.05-1.06x at 2).
+    Lists of pairs take no more than their rows' N lead (DPX_GAP) allows. The affine cell and rounds: 1
+    (affine: within 4% either way; the ALU pipe, not the steps' latency, bounds it)."""
+    if affine or rounds > 1:
+        return 1
+    skew = DPX_SKEW if rows <= 16 else 2
+    while not product and skew > 1 and skew * (group - 1) + 4 > DPX_GAP:   # PAIRS: column t - S k from t = 0
+        skew //= 2
+    return skew
+
+
+def dpx_tile_shared_bytes(rows: int, skew: int = DPX_SKEW) -> int:
     """Shared memory of a PRODUCT block of dpx.cu: its table, then each thread's score profile (5 target
     codes x ceil(R / 4) loads of 16 bytes). 104 KB at R = 20: two blocks still fit an SM (228 KB)."""
-    return 4 * DPX_TABLE_WORDS + 5 * -(-rows // 4) * DPX_THREADS * 16
+    return 4 * dpx_table_words(skew) + 5 * -(-rows // 4) * DPX_THREADS * 16
 
 
 def dpx_max_tile_rows(shared_per_block: int) -> int:
@@ -225,7 +247,7 @@ def dpx_max_tile_rows(shared_per_block: int) -> int:
     multiple of 4: the profile is loaded 4 rows at a time). The device's opt-in limit: 227 KB on Hopper
     (R = 44, past DPX_MAX_ROWS), 163 KB on the A100, 99 KB on sm_86 and sm_89 (the A10, L4 and RTX cards:
     R = 16), 64 KB on the T4 (R = 8)."""
-    return 4 * ((shared_per_block - 4 * DPX_TABLE_WORDS) // (5 * DPX_THREADS * 16))
+    return 4 * ((shared_per_block - 4 * dpx_table_words(DPX_SKEW)) // (5 * DPX_THREADS * 16))
 
 
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
@@ -352,22 +374,46 @@ def qgram_filter_cuda(codes_dev, x_start, x_len, y_start, y_len, plan, *, produc
     return first, last
 
 
-def reach_z(scoring: Scoring, threshold: int) -> int | None:
-    """The biased lane value of score T in dpx.cu (T + B + c2), or None where a lane cannot flag T exactly
-    (T past the 16-bit lanes, or T < 1)."""
+def reach_z(scoring: Scoring, threshold: int, half: bool = False) -> int | None:
+    """The lane value of score T in dpx.cu, or None where a lane cannot flag T exactly (T past the 16-bit
+    lanes, or T < 1): T + B + c2, or with ``half`` lanes the bits of the half T as a signed 16-bit integer."""
+    if half:
+        return int(np.float16(threshold).view(np.int16)) if 1 <= threshold <= HALF_EXACT - scoring.match else None
     value = int(threshold) + dpx_bias(scoring.open, scoring.mismatch) + scoring.mismatch
     return value if 1 <= threshold and value <= DPX_LANE_MAX - scoring.match else None
 
 
+HALF_EXACT = 2048
+"""dpx.cu's half lanes hold every integer of magnitude up to this exactly."""
+
+
+def dpx_half_admits(scoring: Scoring, m: int, n: int, affine: bool, product: bool) -> bool:
+    """Whether dpx.cu's linear cell can run on half lanes (DPX_HALF) for x of up to m and y of up to n bases
+    on this device: linear gaps on Hopper (sm_90), every value exact (no score can pass c1 (min(m, n) + 1), and
+    the penalties are small), and for lists of pairs a table byte for c1 + c2 (its half's low byte 0, as for
+    the integers 0-8 and the even ones up to 16)."""
+    import cupy
+
+    if affine or int(cupy.cuda.Device().compute_capability) < 90:
+        return False
+    c1, c2, g = scoring.match, scoring.mismatch, scoring.open
+    if c1 * (min(m, n) + 1) + c1 + c2 + g > HALF_EXACT:
+        return False
+    return product or int(np.float16(c1 + c2).view(np.uint16)) & 0xFF == 0
+
+
 def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scoring: Scoring, affine: bool, *,
-               product: bool, threshold: int | None = None, rows: int | None = None, group: int | None = None):
+               product: bool, threshold: int | None = None, rows: int | None = None, group: int | None = None,
+               half: bool | None = None, skew: int | None = None):
     """dpx.cu's kernels on sequences in one device code buffer; int32 on the device.
 
     x_start/x_len (int64/int32, host or device): the x sequences; y_start/y_len: the y ones. ``product``:
     every x against every y, out (len x, len y); else x[p] against y[p], out (len x,), whose y rows must
     hold N for DPX_GAP codes before their start and past n (:func:`gather_device` with lead DPX_GAP).
     m, n: the longest x and y. Scores (-1: the lane may have wrapped; rescore it), or with a
-    ``threshold`` whose :func:`reach_z` exists, flags 1 / 0 (score >= T).
+    ``threshold`` whose :func:`reach_z` exists, flags 1 / 0 (score >= T). ``half``: the linear cell on
+    half lanes (None: wherever :func:`dpx_half_admits`; True where it does not raises ValueError). ``skew``:
+    dpx.cu's DPX_SKEW (None: :func:`dpx_skew`'s; one-round launches only, else 1).
     """
     import cupy
 
@@ -378,11 +424,25 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
         return out
     max_rows = dpx_max_tile_rows(shared_memory_per_block(cupy.cuda.Device().id)) if product else None
     rows, group, rounds = dpx_geometry(m, rows, group, affine, product, max_rows)
-    z = 0 if threshold is None else reach_z(scoring, threshold)
+    admitted = dpx_half_admits(scoring, m, n, affine, product)
+    if half and not admitted:
+        raise ValueError(f"half lanes cannot score {m} x {n} with {scoring.describe()} on this device")
+    half = admitted if half is None else bool(half)
+    if half and threshold is not None and reach_z(scoring, threshold, half=True) is None:
+        half = False   # a threshold past what half lanes hold exactly: no score reaches it, the integers say so
+    z = 0 if threshold is None else reach_z(scoring, threshold, half)
     if z is None:
         raise ValueError(f"threshold {threshold} cannot be flagged in 16-bit lanes with {scoring.describe()}")
     # g = c2 (linear): the lists of pairs keep one value a cell, not two (dpx.cu, DPX_GAP_IS_MISMATCH)
     same = {"DPX_GAP_IS_MISMATCH": 1} if not affine and scoring.open == scoring.mismatch else {}
+    if half:
+        same["DPX_HALF"] = 1
+    if skew is None or rounds > 1:
+        skew = dpx_skew(rows, group, rounds, affine, product)
+    if skew not in (1, 2, 4) or (not product and skew * (group - 1) + 4 > DPX_GAP):
+        raise ValueError(f"skew {skew}: 1, 2 or 4, and for lists of pairs S (G - 1) + 4 <= {DPX_GAP}")
+    if skew > 1:
+        same["DPX_SKEW"] = skew
     module = load_module("sw/dpx.cu", DPX_ROWS=rows, DPX_AFFINE=int(affine), **same)
     name = (f"sw_dpx_{'tiles' if product else 'pairs'}_{'affine' if affine else 'linear'}"
             f"{'' if threshold is None else '_reach'}{'_rounds' if rounds > 1 else ''}")
@@ -410,7 +470,7 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
         kernel((blocks_x,), (DPX_THREADS,), (codes_dev, xs, xl, np.int64(x_count), ys, yl) + constants
                + (out, np.int64(1)))
         return out
-    shared = dpx_tile_shared_bytes(rows)
+    shared = dpx_tile_shared_bytes(rows, skew)
     kernel.max_dynamic_shared_size_bytes = shared
     for first in range(0, y_count, y_per_launch):
         last = min(y_count, first + y_per_launch)

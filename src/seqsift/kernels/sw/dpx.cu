@@ -4,6 +4,8 @@
 //                  as O = E); the reference kernel, and the fall-back of the 16-bit kernels below.
 //   sw_dpx_{pairs,tiles}_linear[_reach][_rounds]  sw-dpx: the linear-gap cell in 16-bit lanes on DPX
 //                  instructions, for a list of pairs or an all-vs-all tile; _reach: threshold flags.
+//                  Where every score fits a half's exact integers, its lanes hold halves and its
+//                  additions run on the FMA pipe ("Half lanes", DPX_HALF).
 //   sw_dpx_{pairs,tiles}_affine[_reach][_rounds]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise.
 //   sw_gather_rows the sequences of a code buffer as a padded matrix on the device.
 //   sw_count_bases how many A, C, G, T each sequence of a code buffer holds (the composition bound).
@@ -60,6 +62,10 @@
 //   is exact, and any other is reported as -1 and rescored by sw_gotoh (the launcher). No 8-bit
 //   kernel: Hopper has DPX for 16-bit lanes only; four 8-bit lanes would need emulated SIMD maxima
 //   (several instructions each) and gain nothing.
+// * Skewed steps (DPX_SKEW = S, one-round launches; the launcher's dpx_skew): thread k computes column
+//   t - S k at step t, so the row above arrives from S steps before and a thread's consecutive steps
+//   do not wait on each other (each step's first row otherwise waits on the step before's last row,
+//   through the shuffle); each thread keeps its last S bottom rows. S = 1 is the scheme above.
 //
 // Codes (seqsift.alphabet): A0 C1 G2 T3, 4 for N and anything else; x is the shorter sequence of a
 // pair (the rows), y the longer (the columns); see "The launch" below for where they are read.
@@ -73,6 +79,12 @@ typedef unsigned int u32;
 #endif
 #ifndef DPX_GAP_IS_MISMATCH
 #define DPX_GAP_IS_MISMATCH 0   // linear gaps with g = c2 (set by the launcher; see GO below)
+#endif
+#ifndef DPX_SKEW
+#define DPX_SKEW 1              // one-round kernels: thread k computes column t - DPX_SKEW k at step t (1, 2, 4)
+#endif
+#ifndef DPX_HALF
+#define DPX_HALF 0              // linear cells as half-precision numbers (set by the launcher; "Half lanes" below)
 #endif
 #define DPX_FULL 0xffffffffu
 
@@ -140,6 +152,71 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Half lanes (DPX_HALF, linear gaps on Hopper). The two 16-bit lanes of a register may hold IEEE
+// half-precision numbers instead of biased integers: a half holds every integer of magnitude <= 2048
+// exactly, and a sum of two such integers whose value is <= 2048 is exact too. So a linear cell whose
+// scores stay within that (the launcher checks c1 (min(m, n) + 1) <= 2048: no saturation to handle)
+// can do its additions on the FMA pipe as half arithmetic, leaving the ALU pipe (the linear kernels'
+// limit, benchmarks/README.md) only its maxima:
+//   P = relu(W_diag + s')       HFMA2.RELU (W_diag x 1 + s', clamped at 0): FMA pipe, in place of a VIADDMNMX
+//   Z = max(P, W_up, W_left)    VIMNMX3 on the halves' bits, as signed 16-bit integers: for halves >= +0 the
+//                               bits order as the numbers do, and every W below 0 (W >= -g) has its sign bit
+//                               set, so it orders below P >= +0, which is always one of the three
+//   W = Z - g                   HADD2: FMA pipe, in place of the IMAD
+//   best = max(best, Z, Z')     VIMNMX3 on halves >= +0, as above
+// Lanes hold H itself (no bias): H = 0 is +0, and the diagonal's and gaps' values of H = 0 are -g. ALU
+// instructions per cell pair: 1.5 (a VIMNMX3 and half of one) where the integer cell takes 2.5.
+
+// relu(a + b) per half lane (HFMA2.RELU a x 1.0 + b).
+__device__ __forceinline__ u32 half_relu_add(u32 a, u32 b) {
+    u32 d;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("fma.rn.relu.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(0x3C003C00u), "r"(b));
+#else
+    d = 0u;   // never launched: the launcher runs half lanes on sm_90 only
+#endif
+    return d;
+}
+
+// a + b per half lane (HADD2).
+__device__ __forceinline__ u32 half_add(u32 a, u32 b) {
+    u32 d;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+    d = 0u;
+#endif
+    return d;
+}
+
+// The half of the integer v (|v| <= 2048: exact) in both lanes.
+__device__ __forceinline__ u32 half_pair(int v) {
+    unsigned short h = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("cvt.rn.f16.s32 %0, %1;" : "=h"(h) : "r"(v));
+#endif
+    return (u32)h * 0x10001u;
+}
+
+// The integer a half lane holds (the lane's 16 bits).
+__device__ __forceinline__ int half_value(u32 bits) {
+    int v = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned short h = (unsigned short)bits;
+    asm("cvt.rni.s32.f16 %0, %1;" : "=r"(v) : "h"(h));
+#endif
+    return v;
+}
+
+// The row selector of dpx_prmt for half lanes: the table byte (the high byte of the half of c1 + c2, whose
+// low byte is 0) into each lane's high byte, and 0 (byte 0's sign, replicated) into its low byte.
+__device__ __forceinline__ u32 dpx_selector_half(unsigned int a, unsigned int b) {
+    const u32 lo = a < 4 ? a : 8u;
+    const u32 hi = b < 4 ? 4u + b : 8u;
+    return 0x8u | (lo << 4) | (0x8u << 8) | (hi << 12);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The launch (issue 26, round 2). Sequences are read where they lie, in one buffer of codes on the
 // device, by (start, length); nothing is padded per pair on the host:
 //
@@ -175,11 +252,12 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
 
 #define DPX_GAP 64          // PAIRS: N codes each y row has before its start and past the launch's longest row
 #define DPX_CHUNK 1024      // PRODUCT: target columns per shared-memory table chunk (a multiple of 4)
-#define DPX_LEAD 32         // table words before a chunk's first column: thread k reads column t - k, k < 32
+#define DPX_LEAD 32         // boundary row columns before column 0: thread k writes column t - k, k < 32
+#define DPX_TABLE_LEAD (32 * DPX_SKEW)   // table words before a chunk's first column: thread k reads t - S k
 #define DPX_TAIL 8          // and after its last: the 4-step body runs up to 3 steps past the end
 #define DPX_EXIT_STEPS 32   // REACH: steps between two votes of a warp (a power of two, a multiple of 4)
 #define DPX_BOUND_PAD 80    // boundary row: columns kept beyond n (the lead, the unroll and the prefetch)
-#define DPX_TABLE_WORDS (DPX_LEAD + DPX_CHUNK + DPX_TAIL)   // PRODUCT: 4,256 bytes, a multiple of 16
+#define DPX_TABLE_WORDS (DPX_TABLE_LEAD + DPX_CHUNK + DPX_TAIL)   // PRODUCT: 4,256 bytes at S = 1, a multiple of 16
 #define DPX_QUADS ((DPX_ROWS + 3) / 4)                      // PRODUCT: a thread's rows in 16-byte profile loads
 #define DPX_BLOCK 256                                       // threads per block (the launch, __launch_bounds__)
 
@@ -210,17 +288,22 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     if (!PRODUCT) {   // the warp's shuffles need one step count for all its groups
         for (int offset = 16; offset > 0; offset >>= 1) n = max(n, __shfl_xor_sync(DPX_FULL, n, offset));
     }
-    const int steps = n + group - 1;   // thread k computes column t - k at step t
+    // Thread k computes column t - S k at step t. S = 1: the row above arrives from the step before, so a step's
+    // first row waits on the last row of the step before; S = 2 or 4 (one-round kernels, DPX_SKEW) lets a
+    // thread's consecutive steps overlap, the row above arriving from S steps before.
+    constexpr int S = ROUNDS ? 1 : DPX_SKEW;
+    const int steps = n + S * (group - 1);
 
-    const u32 K = (u32)(c1 + c2);                 // s'' on a match
-    const u32 BASE = pack2(bias + c2);            // Z of H = 0
-    const u32 C2 = pack2(c2);
+    constexpr bool HALF = DPX_HALF && !AFFINE;    // half lanes (above): no bias, H itself
+    const u32 K = HALF ? (half_pair(c1 + c2) & 0xff00u) >> 8 : (u32)(c1 + c2);   // s'' on a match (its table byte)
+    const u32 BASE = HALF ? 0u : pack2(bias + c2);   // Z of H = 0
+    const u32 C2 = HALF ? half_pair(-c2) : pack2(c2);   // HALF: added, not subtracted
     // g for the linear cell. DPX_GAP_IS_MISMATCH (g = c2, the 2/1/1 default): then W = Z - g is Y = Z - c2, and
     // PAIRS keeps one value a cell where it keeps two (the compiler sees GO = C2 and merges them).
-    const u32 GO = DPX_GAP_IS_MISMATCH && !AFFINE ? C2 : pack2(gap_open);
+    const u32 GO = DPX_GAP_IS_MISMATCH && !AFFINE ? C2 : (HALF ? half_pair(-gap_open) : pack2(gap_open));
     const u32 NGE = pack2(-gap_extend);
-    const u32 Y0 = pack2(bias);                   // Y of H = 0
-    const u32 G0 = pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
+    const u32 Y0 = HALF ? half_pair(-c2) : pack2(bias);                   // Y of H = 0
+    const u32 G0 = HALF ? half_pair(-gap_open) : pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
     const u32 D0 = PRODUCT ? G0 : Y0;             // what the diagonal reads of H = 0 (passed down, boundary)
     // Affine: the constant subtractions as z * one - C, an IMAD on the FMA pipe, which the ALU pipe's
     // DPX instructions leave free (as plain subtractions ptxas put half of them on the ALU pipe as
@@ -230,8 +313,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     const unsigned char *xa_codes = codes + x_start[xa];
     const unsigned char *xb_codes = codes + x_start[xb];
     const int xa_len = x_len[xa], xb_len = x_len[xb];
-    const unsigned char *ya_codes = codes + y_start[ya_index] - k;   // PAIRS: column t - k is ya_codes[t]
-    const unsigned char *yb_codes = codes + y_start[yb_index] - k;
+    const unsigned char *ya_codes = codes + y_start[ya_index] - S * k;   // PAIRS: column t - S k is ya_codes[t]
+    const unsigned char *yb_codes = codes + y_start[yb_index] - S * k;
     const long long slot = PRODUCT ? (long long)blockIdx.y * lane_pairs + gid : gid;
     u32 *bound = boundary + (real ? slot : 0) * 2 * bound_row;   // [2 rows][columns][Y, Fc], rounds > 1 only
 
@@ -242,7 +325,10 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int row = (round * group + k) * R + r;
-            if (!PRODUCT) sel[r] = dpx_selector(row < xa_len ? xa_codes[row] : 4u, row < xb_len ? xb_codes[row] : 4u);
+            if (!PRODUCT) {
+                const unsigned int a = row < xa_len ? xa_codes[row] : 4u, b = row < xb_len ? xb_codes[row] : 4u;
+                sel[r] = HALF ? dpx_selector_half(a, b) : dpx_selector(a, b);
+            }
             Y[r] = Y0;
             G[r] = G0;
             EC[r] = G0;
@@ -264,7 +350,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     for (int i = 0; i < 4; ++i) {
                         const int sa = a[i] == (u32)y && y < 4 ? c1 + gap_open : gap_open - c2;
                         const int sb = b[i] == (u32)y && y < 4 ? c1 + gap_open : gap_open - c2;
-                        w[i] = ((u32)sa & 0xffffu) | ((u32)sb << 16);
+                        w[i] = HALF ? (half_pair(sa) & 0xffffu) | (half_pair(sb) << 16)
+                                    : ((u32)sa & 0xffffu) | ((u32)sb << 16);
                     }
                     ((uint4 *)profile)[(y * DPX_QUADS + q) * DPX_BLOCK] = make_uint4(w[0], w[1], w[2], w[3]);
                 }
@@ -277,7 +364,13 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
         // (ROUNDS false: one round, compiled without the boundary row's loads, stores and addresses)
         const bool reads_above = ROUNDS && k == 0 && round > 0;
         const bool writes = ROUNDS && real && k == group - 1 && round + 1 < rounds;
-        u32 botY = D0, botF = G0;    // this thread's last row at its current column: what the next thread reads
+        // This thread's last row at its columns of the last S steps (step t's at [t % S]): what the next thread reads
+        u32 botY[S], botF[S];
+#pragma unroll
+        for (int i = 0; i < S; ++i) {
+            botY[i] = D0;
+            botF[i] = G0;
+        }
         u32 diag_in = D0;            // Y (PRODUCT: W) of the row above at column j - 1
         u32 aboveY[4], aboveF[4], nextY[4], nextF[4];   // the first thread's row above: this block, the next
 #pragma unroll
@@ -291,12 +384,12 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                 __syncthreads();
                 const unsigned char *target = codes + y_start[ya_index];
                 for (int w = threadIdx.x; w < DPX_TABLE_WORDS; w += blockDim.x) {
-                    const int j = c0 - DPX_LEAD + w;
+                    const int j = c0 - DPX_TABLE_LEAD + w;
                     dpx_table[w] = (j >= 0 && j < n ? min((u32)target[j], 4u) : 4u) * (DPX_QUADS * DPX_BLOCK);
                 }
                 __syncthreads();
             }
-            const u32 *table = dpx_table + DPX_LEAD - k - c0;   // PRODUCT: column t - k is table[t]
+            const u32 *table = dpx_table + DPX_TABLE_LEAD - S * k - c0;   // PRODUCT: column t - S k is table[t]
             for (int t0 = c0; t0 < c_end && !done; t0 += 4) {
 #pragma unroll
                 for (int u = 0; u < 4; ++u) {
@@ -310,8 +403,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #pragma unroll
                 for (int u = 0; u < 4; ++u) {
                     const int t = t0 + u;
-                    u32 upY = __shfl_up_sync(DPX_FULL, botY, 1, group);
-                    u32 upF = AFFINE ? __shfl_up_sync(DPX_FULL, botF, 1, group) : 0u;
+                    u32 upY = __shfl_up_sync(DPX_FULL, botY[u % S], 1, group);   // thread k - 1's, S steps ago
+                    u32 upF = AFFINE ? __shfl_up_sync(DPX_FULL, botF[u % S], 1, group) : 0u;
                     if (k == 0) {   // the group's first thread: the row above the round
                         upY = aboveY[u];
                         if (AFFINE) upF = aboveF[u];
@@ -331,8 +424,9 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                         ta = dpx_shl(K, (u32)ya_codes[t] << 3);
                         tb = dpx_shl(K, (u32)yb_codes[t] << 3);
                     }
-                    // W (linear) or A (affine) of the row above: Z - O (PAIRS: from its Y, Z = Y + c2)
-                    u32 gup = PRODUCT ? upY : upY + C2 - GO;
+                    // W (linear) or A (affine) of the row above: Z - O (PAIRS: from its Y, Z = Y + c2; HALF with
+                    // g = c2 adds +0, which leaves every value as it is)
+                    u32 gup = PRODUCT ? upY : (HALF ? half_add(upY, half_pair(c2 - gap_open)) : upY + C2 - GO);
                     u32 fc = upF;
                     u32 z = BASE;
                     u32 zprev = BASE;
@@ -342,7 +436,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const u32 diag = r == 0 ? diag_in : (PRODUCT ? G[r - 1] : Y[r - 1]);
-                        P[r] = dpx_addmax(diag, PRODUCT ? score[r] : dpx_prmt(ta, tb, sel[r]), BASE);
+                        const u32 s = PRODUCT ? score[r] : dpx_prmt(ta, tb, sel[r]);
+                        P[r] = HALF ? half_relu_add(diag, s) : dpx_addmax(diag, s, BASE);
                     }
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
@@ -353,19 +448,24 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                         } else {
                             z = dpx_max3(P[r], gup, G[r]);
                         }
-                        if (!PRODUCT) Y[r] = z * one - C2;
-                        G[r] = z * one - GO;
+                        if (HALF) {
+                            if (!PRODUCT) Y[r] = half_add(z, C2);
+                            G[r] = half_add(z, GO);
+                        } else {
+                            if (!PRODUCT) Y[r] = z * one - C2;
+                            G[r] = z * one - GO;
+                        }
                         gup = G[r];
                         if (r & 1) best = dpx_max3(best, zprev, z);
                         zprev = z;
                     }
                     if (R & 1) best = dpx_max(best, z);
-                    botY = PRODUCT ? G[R - 1] : Y[R - 1];
-                    botF = fc;
+                    botY[u % S] = PRODUCT ? G[R - 1] : Y[R - 1];
+                    botF[u % S] = fc;
                     diag_in = upY;
                     if (writes) {
-                        below[2 * t] = botY;
-                        if (AFFINE) below[2 * t + 1] = botF;
+                        below[2 * t] = botY[0];   // (S = 1 with rounds)
+                        if (AFFINE) below[2 * t + 1] = botF[0];
                     }
                 }
                 if (REACH && ((t0 + 4) & (DPX_EXIT_STEPS - 1)) == 0) {
@@ -391,15 +491,21 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     // The group's maximum, then each lane's score (-1 where it may have wrapped) or flag.
     for (int offset = group >> 1; offset > 0; offset >>= 1) best = dpx_max(best, __shfl_xor_sync(DPX_FULL, best, offset, group));
     if (real && k == 0) {
-        const int base = bias + c2;
-        const int limit = 32767 - c1;
+        // Each lane as a signed 16-bit integer: the biased Z, or (HALF) the bits of a half >= +0, which order
+        // as its value does; REACH compares them with reach_z, the same form of T (the launcher's reach_z).
         const int za = (int)(short)(best & 0xffffu);
         const int zb = (int)(short)(best >> 16);
         const long long column = PRODUCT ? (long long)blockIdx.y : 0;
         if (REACH) {
             out[xa * out_stride + column] = za >= reach_z;
             if (xb != xa) out[xb * out_stride + column] = zb >= reach_z;
+        } else if (HALF) {   // H itself; the launcher's bound keeps every score exact, so none is past the limit
+            const int ha = half_value(best & 0xffffu), hb = half_value(best >> 16);
+            out[xa * out_stride + column] = ha > 2048 - c1 ? -1 : ha;
+            if (xb != xa) out[xb * out_stride + column] = hb > 2048 - c1 ? -1 : hb;
         } else {
+            const int base = bias + c2;
+            const int limit = 32767 - c1;
             out[xa * out_stride + column] = za > limit ? -1 : za - base;
             if (xb != xa) out[xb * out_stride + column] = zb > limit ? -1 : zb - base;
         }
