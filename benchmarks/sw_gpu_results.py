@@ -4,15 +4,19 @@
         --peers P/sw_affine.json [P2/sw_affine.json ...] --sass "tiles_linear=1.359,..." [--out benchmarks/results]
     python benchmarks/sw_gpu_results.py --replace-e2e --e2e E/screen_e2e.json [E2/screen_e2e.json ...]
     python benchmarks/sw_gpu_results.py --replace-threshold K/sw_affine.json   # a newer qgram section only
+    python benchmarks/sw_gpu_results.py --kernels K/sw_affine.json --sass ... --issue ... --kernels-only NAME
 
 Takes the kernel records of ``bench_sw_affine.py`` (``--kernels``), the end-to-end screen of
 ``bench_screen_e2e.py`` (``--e2e``) and the peers' records (GASAL2, parasail) of other runs of
 ``bench_sw_affine.py`` (``--peers``: each record keeps the commit and date it was measured at), adds each
 DPX kernel's roof fraction from the ALU instructions per cell that ``sw_sass.py`` counted for that commit
-(``--sass``: the ALU pipe's 16.7e12 instructions/s over that count), and repeats the best of each kind as
+(``--sass``: the ALU pipe's 16.7e12 instructions/s over that count; with ``--issue``'s count of all
+instructions per cell, the issue roof of 33.4e12 instructions/s too, and the record takes whichever roof it is
+nearer: the binding one, the issue slots for the half lanes' linear cell), and repeats the best of each kind as
 the records the issue names: ``sw-linear-best``, ``sw-affine-best`` (full scores) and
 ``sw-threshold-best`` (the flag kernel at the threshold that random pairs pass least often, counted as
-pairs x m x n). Writes sw_gpu.json in DESIGN.md's shape and a bar chart of the rates.
+pairs x m x n). Writes sw_gpu.json in DESIGN.md's shape and a bar chart of the rates; ``--kernels-only
+NAME``: the kernel records alone, with their roofs, as NAME.json and NAME.png (no end-to-end or peers).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import json
 from pathlib import Path
 
 ALU_ROOF = 16.7e12   # the H100's ALU-pipe instructions per second (DESIGN.md)
+ISSUE_ROOF = 33.4e12   # its issue slots: one instruction a clock per SM sub-partition
 GOALS = {"sw-linear-best": 10e12, "sw-affine-best": 6e12, "sw-threshold-best": 20e12}
 
 
@@ -28,17 +33,30 @@ def load(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def with_roof(record: dict, alu_per_cell: dict[str, float], commit: str) -> dict:
-    """The record with roof_fraction where sw_sass.py counted its kernel (sw-dpx[-affine] pairs/tiles)."""
+def with_roof(record: dict, alu_per_cell: dict[str, float], commit: str,
+              all_per_cell: dict[str, float] | None = None) -> dict:
+    """The record with roof_fraction where sw_sass.py counted its kernel (sw-dpx[-affine] pairs/tiles): of the
+    ALU pipe's roof, or of the issue roof where ``all_per_cell`` counts it and the record is nearer that one."""
     name = record["algorithm"]
     mode = record.get("mode")
     if mode and name.startswith("sw-dpx"):
         key = f"{mode}_{'affine' if 'affine' in name else 'linear'}"
+        roofs = []
         if key in alu_per_cell:
-            record = dict(record, roof_fraction=round(record["value"] * alu_per_cell[key] / ALU_ROOF, 3),
-                          roof=f"ALU pipe: 16.7e12 instructions/s / {alu_per_cell[key]} per cell (SASS of "
-                               f"{commit}, R=16, benchmarks/sw_sass.py)")
+            roofs.append((record["value"] * alu_per_cell[key] / ALU_ROOF,
+                          f"ALU pipe: 16.7e12 instructions/s / {alu_per_cell[key]} per cell"))
+        if all_per_cell and key in all_per_cell:
+            roofs.append((record["value"] * all_per_cell[key] / ISSUE_ROOF,
+                          f"issue slots: 33.4e12 instructions/s / {all_per_cell[key]} per cell"))
+        if roofs:
+            fraction, roof = max(roofs)
+            record = dict(record, roof_fraction=round(fraction, 3),
+                          roof=f"{roof} (SASS of {commit}, R=16, benchmarks/sw_sass.py)")
     return record
+
+
+def counts(text: str) -> dict[str, float]:
+    return {k: float(v) for k, v in (item.split("=") for item in text.split(",") if item)}
 
 
 def best(records: list[dict], name: str, pick, note: str) -> dict:
@@ -100,6 +118,8 @@ def main() -> None:
                     help="only add a newer run's threshold records (its qgram section) to OUT/sw_gpu.json")
     ap.add_argument("--peers", type=Path, nargs="*", default=[])
     ap.add_argument("--sass", default="", help="mode_gap=ALU per cell, comma-separated (tiles_linear=1.359,...)")
+    ap.add_argument("--issue", default="", help="mode_gap=all instructions per cell, likewise (the issue roof)")
+    ap.add_argument("--kernels-only", metavar="NAME", help="write --kernels' records with roofs as OUT/NAME.json, .png")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     if args.replace_threshold:
@@ -108,11 +128,16 @@ def main() -> None:
         return replace_e2e(args.e2e, args.out)
     if args.replace_threshold:
         return None
+    if args.kernels_only:
+        kernels = load(args.kernels)
+        records = [with_roof(r, counts(args.sass), kernels["commit"], counts(args.issue)) for r in kernels["records"]]
+        out = dict(kernels, records=records)
+        (args.out / f"{args.kernels_only}.json").write_text(json.dumps(out, indent=1) + "\n")
+        return plot(records, args.out / f"{args.kernels_only}.png", kernels)
     if args.kernels is None or len(args.e2e) != 1:
         ap.error("--kernels and one --e2e are required unless --replace-e2e or --replace-threshold")
     kernels, e2e = load(args.kernels), load(args.e2e[0])
-    alu = {k: float(v) for k, v in (item.split("=") for item in args.sass.split(",") if item)}
-    records = [with_roof(r, alu, kernels["commit"]) for r in kernels["records"]]
+    records = [with_roof(r, counts(args.sass), kernels["commit"], counts(args.issue)) for r in kernels["records"]]
     records += e2e_records(e2e)
     for path in args.peers:
         peer = load(path)
