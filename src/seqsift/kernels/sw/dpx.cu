@@ -155,9 +155,9 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
 // Half lanes (DPX_HALF, linear gaps on Hopper). The two 16-bit lanes of a register may hold IEEE
 // half-precision numbers instead of biased integers: a half holds every integer of magnitude <= 2048
 // exactly, and a sum of two such integers whose value is <= 2048 is exact too. So a linear cell whose
-// scores stay within that (the launcher checks c1 (min(m, n) + 1) <= 2048: no saturation to handle)
-// can do its additions on the FMA pipe as half arithmetic, leaving the ALU pipe (the linear kernels'
-// limit, benchmarks/README.md) only its maxima:
+// values stay within that (the launcher's dpx_half_admits: c1 (min(m, n) + 1) + c1 + c2 + g <= 2048, so
+// there is no saturation to handle) can do its additions on the FMA pipe as half arithmetic, leaving the
+// ALU pipe (the integer cell's limit, benchmarks/README.md) only its maxima:
 //   P = relu(W_diag + s')       HFMA2.RELU (W_diag x 1 + s', clamped at 0): FMA pipe, in place of a VIADDMNMX
 //   Z = max(P, W_up, W_left)    VIMNMX3 on the halves' bits, as signed 16-bit integers: for halves >= +0 the
 //                               bits order as the numbers do, and every W below 0 (W >= -g) has its sign bit
