@@ -203,8 +203,9 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm(
             "sw-dpx", "sw",
             {"cpu": "sw:dpx_cpu", "cuda": "sw:dpx_cuda"},
-            "linear-gap Smith-Waterman on DPX instructions: two pairs per register in 16-bit lanes, query rows "
-            "in registers, a warp-shuffle pipeline along the target; saturating pairs rescored by sw-gotoh",
+            "linear-gap Smith-Waterman on DPX instructions: two pairs per register in 16-bit lanes (on Hopper "
+            "half-precision lanes where scores stay under 2,048), query rows in registers, a warp-shuffle "
+            "pipeline along the target; saturating pairs rescored by sw-gotoh",
             buffer_backends={"cpu": "sw:dpx_buffer_cpu", "cuda": "sw:dpx_buffer_cuda"},
         ),
         Algorithm(
