@@ -151,6 +151,38 @@ def test_matching_and_add_select_all_operands(s):
             assert unslice(scratch[0], len(chunk)) == [v + c1 if not f else max(v - c2, 0) for v, f in chunk]
 
 
+
+def test_every_byte_encodes_checks_and_sorts_as_the_plain_rules():
+    """The screen's read steps (alphabet.encode_text, the letter check, the protein check) run through
+    bytes.translate; each byte value, in arrays, bytes and records, gives what the plain per-byte rules give:
+    A, C, G, T in either case 0-3, all else 4; letters, '*', '-' and '.' pass; "protein" is a record whose
+    letters are mostly not A, C, G, T, U or N."""
+    from seqsift.alphabet import mostly_not_nucleotides
+    from seqsift.errors import InputError
+    from seqsift.screening.inputs import SequenceSet, _check_letters
+
+    every = np.tile(np.arange(256, dtype=np.uint8), 3)
+    expected = np.array(["ACGT".find(chr(b).upper()) if chr(b).upper() in "ACGT" and b < 128 else 4 for b in every],
+                        np.uint8)
+    for given in (every, every.tobytes(), every[::-1].copy()[::-1]):
+        codes = encode_text(given)
+        assert np.array_equal(codes, expected)
+    assert encode_text(every).flags.writeable   # an array in, a writable array out, as NumPy's lookup gave
+    letters = bytes(b for b in range(256) if chr(b).isascii() and (chr(b).isalpha() or chr(b) in "*-."))
+    sequences = SequenceSet(names=["a", "b"], codes=encode_text(letters * 2), offsets=np.array([0, len(letters),
+                            2 * len(letters)]), source="x.fa")
+    _check_letters(sequences, letters * 2)   # no error
+    for bad in (b"\x00", b"1", b" ", b"\xff", b">"):
+        raw = letters + bad + letters
+        with pytest.raises(InputError, match=r"record 'b'.*is not a sequence letter"):
+            _check_letters(SequenceSet(names=["a", "b"], codes=encode_text(raw),
+                                       offsets=np.array([0, len(letters), len(raw)]), source="x.fa"), raw)
+    dna, protein = b"ACGTUNacgtun" * 5 + b"RYKM", b"MKVLAAGIVGLLLAHEWQ"
+    for records, first in (([dna, dna], None), ([dna, protein, protein], 1), ([protein], 0), ([dna, b"", dna], None)):
+        data = np.frombuffer(b"".join(records), np.uint8)
+        offsets = np.concatenate([[0], np.cumsum([len(r) for r in records])])
+        assert mostly_not_nucleotides(data, offsets) == first
+
 def test_mismatch_flag_every_code_pair():
     """e = 1 unless both characters are the same base; N (and any code >= 4) never matches."""
     codes = list(range(6))

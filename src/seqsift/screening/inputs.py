@@ -17,9 +17,9 @@ from ..alphabet import encode_text, mostly_not_nucleotides
 from ..errors import InputError, quote
 from ..io.records import read_records
 
+_SEQUENCE_LETTER_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz*-."
 _SEQUENCE_LETTERS = np.zeros(256, dtype=bool)
-for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz*-.":
-    _SEQUENCE_LETTERS[_c] = True
+_SEQUENCE_LETTERS[np.frombuffer(_SEQUENCE_LETTER_BYTES, dtype=np.uint8)] = True
 _LOOKS_LIKE_SEQUENCE = re.compile(r"[ACGTNacgtn]+")
 
 
@@ -153,6 +153,8 @@ def _read_file(path) -> SequenceSet:
 def _check_letters(sequences: SequenceSet, raw: bytes | np.ndarray) -> None:
     """InputError naming the record of the first byte that is no sequence letter."""
     values = np.frombuffer(raw, dtype=np.uint8)
+    if not values.tobytes().translate(None, _SEQUENCE_LETTER_BYTES):   # every byte a letter: the usual case
+        return
     bad = np.flatnonzero(~_SEQUENCE_LETTERS[values])
     if bad.size:
         position = int(bad[0])
