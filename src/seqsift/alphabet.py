@@ -116,6 +116,12 @@ def reverse_complement_mask_rows(rows: np.ndarray, lengths: np.ndarray) -> np.nd
     return np.where(valid, _COMPLEMENT_MASK[mirrored], np.uint8(0))
 
 
+def holds_only(data: np.ndarray | bytes, allowed: bytes) -> bool:
+    """Whether every byte of ``data`` is one of ``allowed``: nothing is left once those are deleted
+    (``bytes.translate``, about 4x a NumPy table lookup and reduction over the same bytes)."""
+    return not bytes(data).translate(None, allowed)
+
+
 _NUCLEOTIDE_BYTES = b"ACGTUNacgtun"
 _NUCLEOTIDE_LETTERS = np.zeros(256, dtype=bool)
 _NUCLEOTIDE_LETTERS[np.frombuffer(_NUCLEOTIDE_BYTES, dtype=np.uint8)] = True
@@ -135,9 +141,7 @@ def mostly_not_nucleotides(data: np.ndarray, offsets: np.ndarray) -> int | None:
     """
     data = np.asarray(data, dtype=np.uint8)
     offsets = np.asarray(offsets, dtype=np.int64)
-    # All nucleotide letters (the usual case): nothing is left once they are deleted (bytes.translate, about 4x
-    # NumPy's table lookup and reduction)
-    if data.size == 0 or len(offsets) < 2 or not data.tobytes().translate(None, _NUCLEOTIDE_BYTES):
+    if data.size == 0 or len(offsets) < 2 or holds_only(data, _NUCLEOTIDE_BYTES):   # all nucleotides: the usual case
         return None
     starts = np.minimum(offsets[:-1], data.size - 1)
     nucleotides = np.add.reduceat(_NUCLEOTIDE_LETTERS[data].astype(np.int64), starts)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..alphabet import encode_text, mostly_not_nucleotides
+from ..alphabet import encode_text, holds_only, mostly_not_nucleotides
 from ..errors import InputError, quote
 from ..io.records import read_records
 
@@ -152,9 +152,9 @@ def _read_file(path) -> SequenceSet:
 
 def _check_letters(sequences: SequenceSet, raw: bytes | np.ndarray) -> None:
     """InputError naming the record of the first byte that is no sequence letter."""
-    values = np.frombuffer(raw, dtype=np.uint8)
-    if not values.tobytes().translate(None, _SEQUENCE_LETTER_BYTES):   # every byte a letter: the usual case
+    if holds_only(raw, _SEQUENCE_LETTER_BYTES):   # every byte a letter: the usual case
         return
+    values = np.frombuffer(raw, dtype=np.uint8)
     bad = np.flatnonzero(~_SEQUENCE_LETTERS[values])
     if bad.size:
         position = int(bad[0])

@@ -203,7 +203,7 @@ def gotoh_cuda(x_codes, y_codes, scoring: Scoring, *, word_bits=None, min_length
 DPX_THREADS = 256
 DPX_GAP = 64            # dpx.cu: N codes a PAIRS row has before its start and past the longest row
 DPX_BOUND_PAD = 80      # dpx.cu: boundary row columns beyond n
-DPX_SKEW = 4
+DPX_MAX_SKEW = 4
 """The largest DPX_SKEW of dpx.cu (thread k of a group computes column t - S k at step t, so that a thread's
 consecutive steps overlap): the table lead that shared memory is reserved for. See :func:`dpx_skew`."""
 DPX_CHUNK_WORDS = 1024 + 8   # dpx.cu: DPX_CHUNK + DPX_TAIL; the PRODUCT table in shared memory has DPX_TABLE_LEAD more
@@ -217,7 +217,7 @@ along y to stay under it; run 1 of round 2 split a 256 x 128 tile of two rounds 
 at 512 MB, half the speed of the same rounds as pairs)."""
 
 
-def dpx_table_words(skew: int = 1) -> int:
+def dpx_table_words(skew: int) -> int:
     """Words of a PRODUCT block's table (dpx.cu's DPX_TABLE_WORDS): the lead of 32 S columns, a chunk, its tail."""
     return 32 * skew + DPX_CHUNK_WORDS
 
@@ -230,13 +230,19 @@ def dpx_skew(rows: int, group: int, rounds: int, affine: bool, product: bool) ->
     (affine: within 4% either way; the ALU pipe, not the steps' latency, bounds it)."""
     if affine or rounds > 1:
         return 1
-    skew = DPX_SKEW if rows <= 16 else 2
-    while not product and skew > 1 and skew * (group - 1) + 4 > DPX_GAP:   # PAIRS: column t - S k from t = 0
+    skew = DPX_MAX_SKEW if rows <= 16 else 2
+    while not product and not dpx_pairs_lead_fits(skew, group):
         skew //= 2
     return skew
 
 
-def dpx_tile_shared_bytes(rows: int, skew: int = DPX_SKEW) -> int:
+def dpx_pairs_lead_fits(skew: int, group: int) -> bool:
+    """Whether a list of pairs' y rows, with DPX_GAP codes of N before and after them, hold every column that
+    skew S and group G read: thread k reads column t - S k from t = 0, up to S (G - 1) + 3 past the row."""
+    return skew * (group - 1) + 4 <= DPX_GAP
+
+
+def dpx_tile_shared_bytes(rows: int, skew: int = DPX_MAX_SKEW) -> int:
     """Shared memory of a PRODUCT block of dpx.cu: its table, then each thread's score profile (5 target
     codes x ceil(R / 4) loads of 16 bytes). 104 KB at R = 20: two blocks still fit an SM (228 KB)."""
     return 4 * dpx_table_words(skew) + 5 * -(-rows // 4) * DPX_THREADS * 16
@@ -247,7 +253,7 @@ def dpx_max_tile_rows(shared_per_block: int) -> int:
     multiple of 4: the profile is loaded 4 rows at a time). The device's opt-in limit: 227 KB on Hopper
     (R = 44, past DPX_MAX_ROWS), 163 KB on the A100, 99 KB on sm_86 and sm_89 (the A10, L4 and RTX cards:
     R = 16), 64 KB on the T4 (R = 8)."""
-    return 4 * ((shared_per_block - 4 * dpx_table_words(DPX_SKEW)) // (5 * DPX_THREADS * 16))
+    return 4 * ((shared_per_block - 4 * dpx_table_words(DPX_MAX_SKEW)) // (5 * DPX_THREADS * 16))
 
 
 def dpx_geometry(m: int, rows: int | None = None, group: int | None = None,
@@ -439,7 +445,7 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
         same["DPX_HALF"] = 1
     if skew is None or rounds > 1:
         skew = dpx_skew(rows, group, rounds, affine, product)
-    if skew not in (1, 2, 4) or (not product and skew * (group - 1) + 4 > DPX_GAP):
+    if skew not in (1, 2, 4) or (not product and not dpx_pairs_lead_fits(skew, group)):
         raise ValueError(f"skew {skew}: 1, 2 or 4, and for lists of pairs S (G - 1) + 4 <= {DPX_GAP}")
     if skew > 1:
         same["DPX_SKEW"] = skew
