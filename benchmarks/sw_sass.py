@@ -60,21 +60,24 @@ def main() -> None:
     args = ap.parse_args()
     print(f"{'kernel':28s} {'R':>3s} {'alu/cell':>9s} {'fma/cell':>9s} {'all/cell':>9s} {'ALU roof':>10s} {'issue roof':>10s}")
     with tempfile.TemporaryDirectory() as tmp:
-        # (affine, g = c2, half): the linear module also as the launcher builds it where g = c2 (its lists of
-        # pairs keep one value a cell: DPX_GAP_IS_MISMATCH) and on half lanes (DPX_HALF)
-        for affine, same, half in ((0, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1), (1, 0, 0)):
+        # (affine, g = c2, half, floor): the linear module also as the launcher builds it where g = c2 (its lists
+        # of pairs keep one value a cell: DPX_GAP_IS_MISMATCH) and on half lanes (DPX_HALF); the affine one
+        # also with E floored at 0 (DPX_FLOOR_E)
+        for affine, same, half, floor in ((0, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 1, 1, 0), (1, 0, 0, 0),
+                                          (1, 0, 0, 1)):
             for rows in args.rows:
-                binary = Path(tmp) / f"dpx_{affine}_{same}_{half}_{rows}.o"
+                binary = Path(tmp) / f"dpx_{affine}_{same}_{half}_{floor}_{rows}.o"
                 subprocess.run(["nvcc", "-arch=sm_90", f"-DDPX_ROWS={rows}", f"-DDPX_AFFINE={affine}",
-                                f"-DDPX_GAP_IS_MISMATCH={same}", f"-DDPX_HALF={half}", "-c", str(SOURCE), "-o",
-                                str(binary)], check=True)
+                                f"-DDPX_GAP_IS_MISMATCH={same}", f"-DDPX_HALF={half}", f"-DDPX_FLOOR_E={floor}",
+                                "-c", str(SOURCE), "-o", str(binary)], check=True)
                 for mode in ("pairs",) if same else ("tiles", "pairs"):
                     kernel = f"sw_dpx_{mode}_{'affine' if affine else 'linear'}"
                     body = step_loop(binary, kernel)
                     counts = Counter(pipe(ins) for ins in body)
                     cells = 4 * rows * 2
                     alu, fma, total = counts["alu"] / cells, counts["fma"] / cells, len(body) / cells
-                    label = kernel + (" (g = c2)" if same else "") + (" half" if half else "")
+                    label = kernel + (" (g = c2)" if same else "") + (" half" if half else "") + (
+                        " floored" if floor else "")
                     print(f"{label:28s} {rows:3d} {alu:9.3f} {fma:9.3f} {total:9.3f} {ALU_ROOF / alu:10.3g} "
                           f"{ISSUE_ROOF / total:10.3g}")
 

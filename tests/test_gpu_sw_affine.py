@@ -174,6 +174,41 @@ def test_tiles_equal_the_cpu_path_for_every_scoring(scoring):
             assert np.array_equal(tile, expected), (rows, group)
 
 
+@pytest.mark.parametrize("scoring", AFFINE + LINEAR + [sw.Scoring(1, 9, 2), sw.Scoring(2, 3, gap_open=1, gap_extend=4)],
+                         ids=lambda s: s.describe())
+def test_floored_and_plain_affine_cells_score_alike(scoring):
+    """The affine cell with E floored at 0 (dpx.cu's DPX_FLOOR_E) and Gotoh's cell as written give sw-gotoh's
+    CPU scores, as tiles (one round, at skews 1, 2 and 4, and five rounds) and lists of pairs, scores and
+    flags, wherever the launcher admits the floor; where it does not (tiles with O < c2, or E past B + c2),
+    asking for it raises."""
+    codes, starts, lengths, xi, yi, expected = tile_case(np.random.default_rng(scoring.extend * 10 + scoring.open),
+                                                         scoring)
+    threshold = max(1, int(np.median(expected)))
+    pairs = (codes, starts[xi[:5]], lengths[xi[:5]], starts[yi], lengths[yi], 150, 700, scoring, True)
+    tiles = (codes, starts[xi], lengths[xi], starts[yi], lengths[yi], 150, 700, scoring, True)
+    padded = sw_cuda.gather_device(codes, starts[yi], lengths[yi], 700 + 2 * sw_cuda.DPX_GAP, sw_cuda.DPX_GAP)
+    import cupy
+
+    pair_buffer = cupy.concatenate([codes, padded.reshape(-1)])
+    pair_y = len(codes) + np.arange(5) * (700 + 2 * sw_cuda.DPX_GAP) + sw_cuda.DPX_GAP
+    pairs = (pair_buffer, starts[xi[:5]], lengths[xi[:5]], pair_y, lengths[yi]) + pairs[5:]
+    for product, args, want in ((True, tiles, expected), (False, pairs, np.diag(expected[:5]))):
+        for floor in (False, True):
+            if floor and not sw_cuda.dpx_floor_admits(scoring, True, product):
+                with pytest.raises(ValueError):
+                    sw_cuda.dpx_launch(*args, product=product, floor_e=True)
+                continue
+            # one round of a group at each skew (DPX_SKEW: thread k at column t - S k), and five rounds
+            for rows, group, skew in ((19, 8, 1), (19, 8, 2), (19, 8, 4), (4, 8, 1)):
+                launch = dict(product=product, floor_e=floor, rows=rows, group=group, skew=skew)
+                got = sw_cuda.dpx_launch(*args, **launch).get()
+                assert np.array_equal(got, want), (launch, np.argwhere(got != want)[:5])
+                flags = sw_cuda.dpx_launch(*args, threshold=threshold, **launch).get()
+                assert np.array_equal(flags, want >= threshold), launch
+    assert sw_cuda.dpx_floor_admits(scoring, True, False) == (
+        max(0, scoring.open - scoring.mismatch) + scoring.mismatch >= scoring.extend)
+
+
 def tiles_and_lists(affine: bool, scoring, seed: int = 3):
     """sw-dpx(-affine) on :func:`tile_case`'s buffer: tile scores, tile flags at the median, and the first
     5 x against their targets as a list of pairs, against sw-gotoh on the CPU."""

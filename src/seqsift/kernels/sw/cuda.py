@@ -222,15 +222,17 @@ def dpx_table_words(skew: int) -> int:
     return 32 * skew + DPX_CHUNK_WORDS
 
 
-def dpx_skew(rows: int, group: int, rounds: int, affine: bool, product: bool) -> int:
+def dpx_skew(rows: int, group: int, rounds: int, affine: bool, product: bool, floored: bool = False) -> int:
     """DPX_SKEW for a launch. One-round linear launches: 4 for up to 16 rows a thread, 2 for more (H200, the
     kernels alone, benchmarks/README.md: the 128 x 8,192 tile at R = 16 ran 1.10-1.12x faster at S = 4 than
     unskewed and 1.05-1.10x at S = 2; the 150 x 2,000 tile at R = 19 1.02-1.05x at 4 and 1.05-1.06x at 2).
-    Lists of pairs take no more than their rows' N lead (DPX_GAP) allows. The affine cell and rounds: 1
-    (affine: within 4% either way; the ALU pipe, not the steps' latency, bounds it)."""
-    if affine or rounds > 1:
+    Lists of pairs take no more than their rows' N lead (DPX_GAP) allows. The floored affine cell (``floored``,
+    DPX_FLOOR_E), one round: 4 (H100: 1.06x on the 128 x 8,192 tile and 1.085x on the 150 x 2,000 one against
+    Gotoh's cell unskewed, 1.01-1.03x unskewed). Gotoh's cell as written and rounds: 1 (within 4% either way:
+    the ALU pipe, not the steps' latency, bounds it)."""
+    if (affine and not floored) or rounds > 1:
         return 1
-    skew = DPX_MAX_SKEW if rows <= 16 else 2
+    skew = DPX_MAX_SKEW if rows <= 16 or floored else 2
     while not product and not dpx_pairs_lead_fits(skew, group):
         skew //= 2
     return skew
@@ -408,9 +410,19 @@ def dpx_half_admits(scoring: Scoring, m: int, n: int, affine: bool, product: boo
     return product or int(np.float16(c1 + c2).view(np.uint16)) & 0xFF == 0
 
 
+def dpx_floor_admits(scoring: Scoring, affine: bool, product: bool) -> bool:
+    """Whether dpx.cu's affine cell can keep E floored at 0 (DPX_FLOOR_E: three maxima a cell pair on the ALU
+    pipe, not four): its plain 32-bit adds must neither borrow nor carry across lanes, so E's floor B + c2
+    must cover E, and the tiles' profile s + O must be >= 0 (O >= c2)."""
+    if not affine:
+        return False
+    floor = dpx_bias(scoring.open, scoring.mismatch) + scoring.mismatch
+    return floor >= scoring.extend and (not product or scoring.open >= scoring.mismatch)
+
+
 def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scoring: Scoring, affine: bool, *,
                product: bool, threshold: int | None = None, rows: int | None = None, group: int | None = None,
-               half: bool | None = None, skew: int | None = None):
+               half: bool | None = None, skew: int | None = None, floor_e: bool | None = None):
     """dpx.cu's kernels on sequences in one device code buffer; int32 on the device.
 
     x_start/x_len (int64/int32, host or device): the x sequences; y_start/y_len: the y ones. ``product``:
@@ -419,7 +431,10 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     m, n: the longest x and y. Scores (-1: the lane may have wrapped; rescore it), or with a
     ``threshold`` whose :func:`reach_z` exists, flags 1 / 0 (score >= T). ``half``: the linear cell on
     half lanes (None: wherever :func:`dpx_half_admits`; True where it does not raises ValueError). ``skew``:
-    dpx.cu's DPX_SKEW (None: :func:`dpx_skew`'s; one-round launches only, else 1).
+    dpx.cu's DPX_SKEW (None: :func:`dpx_skew`'s; one-round launches only, else 1). ``floor_e``: the affine cell
+    with E floored at 0 (None: the tiles, wherever :func:`dpx_floor_admits`; True where it does not raises
+    ValueError). Lists of pairs keep Gotoh's cell unless asked: floored, their 4 IMADs a cell pair (Y and W
+    both kept) load the FMA pipe as much as the ALU one, and they ran 0.91-0.94x (H100, benchmarks/README.md).
     """
     import cupy
 
@@ -443,8 +458,15 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     same = {"DPX_GAP_IS_MISMATCH": 1} if not affine and scoring.open == scoring.mismatch else {}
     if half:
         same["DPX_HALF"] = 1
+    floor_admitted = dpx_floor_admits(scoring, affine, product)
+    if floor_e and not floor_admitted:
+        raise ValueError(f"the floored affine cell cannot score {scoring.describe()}"
+                         f"{' in tiles' if product else ''}")
+    floored = floor_admitted and product if floor_e is None else bool(floor_e)
+    if floored:
+        same["DPX_FLOOR_E"] = 1
     if skew is None or rounds > 1:
-        skew = dpx_skew(rows, group, rounds, affine, product)
+        skew = dpx_skew(rows, group, rounds, affine, product, floored)
     if skew not in (1, 2, 4) or (not product and not dpx_pairs_lead_fits(skew, group)):
         raise ValueError(f"skew {skew}: 1, 2 or 4, and for lists of pairs S (G - 1) + 4 <= {DPX_GAP}")
     if skew > 1:

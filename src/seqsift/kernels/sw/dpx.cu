@@ -6,7 +6,8 @@
 //                  instructions, for a list of pairs or an all-vs-all tile; _reach: threshold flags.
 //                  Where every score fits a half's exact integers, its lanes hold halves and its
 //                  additions run on the FMA pipe ("Half lanes", DPX_HALF).
-//   sw_dpx_{pairs,tiles}_affine[_reach][_rounds]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise.
+//   sw_dpx_{pairs,tiles}_affine[_reach][_rounds]  sw-dpx-affine: Gotoh's cell in 16-bit lanes, likewise;
+//                  with E floored at 0 where the scoring allows ("The floored affine cell", DPX_FLOOR_E).
 //   sw_gather_rows the sequences of a code buffer as a padded matrix on the device.
 //   sw_count_bases how many A, C, G, T each sequence of a code buffer holds (the composition bound).
 //
@@ -85,6 +86,9 @@ typedef unsigned int u32;
 #endif
 #ifndef DPX_HALF
 #define DPX_HALF 0              // linear cells as half-precision numbers (set by the launcher; "Half lanes" below)
+#endif
+#ifndef DPX_FLOOR_E
+#define DPX_FLOOR_E 0           // the affine cell with E floored at 0 (set by the launcher; "The floored affine cell")
 #endif
 #define DPX_FULL 0xffffffffu
 
@@ -166,6 +170,22 @@ __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
 //   best = max(best, Z, Z')     VIMNMX3 on halves >= +0, as above
 // Lanes hold H itself (no bias): H = 0 is +0, and the diagonal's and gaps' values of H = 0 are -g. ALU
 // instructions per cell pair: 1.5 (a VIMNMX3 and half of one) where the integer cell takes 2.5.
+//
+// The floored affine cell (DPX_FLOOR_E). Gotoh's cell takes four maxima a cell pair on the ALU pipe: P's
+// floor at 0 (VIADDMNMX), E's and F's (VIADDMNMX each) and H's (VIMNMX3). E' = max(E, 0) obeys
+//   E'[i][j] = max(E'[i][j-1] - E, H[i][j-1] - O, 0)       (E's recurrence above, and -E < 0)
+// and H = max(0, diag + w, E, F) = max(diag + w, E', F), so the 0 floor moves from P into E's maximum,
+// which then has three inputs and no add: E's subtraction and the diagonal's add become IMADs on the FMA
+// pipe, and the ALU pipe keeps three maxima a cell pair (and half the running maximum's), not four:
+//   P  = Y_diag + s''   (tiles: W_diag + (s + O))   IMAD
+//   Ec = max(Ec - E, A_left, B + c2)                IMAD + VIMNMX3
+//   Fc = max(Fc - E, A_up)                           VIADDMNMX, as before
+//   Z  = max(P, Ec, Fc)                              VIMNMX3
+// A 32-bit add never carries or borrows across lanes here where every operand lane is >= 0 and each sum
+// stays under 65536: Ec >= B + c2 >= E (the launcher's dpx_floor_admits), Y and W >= 0, and s'' >= 0
+// (tiles: s + O >= 0, so O >= c2). Every lane of P stays under 32768 + c1, so the saturation argument
+// below holds as it is: a P past 32767 reads as negative and loses to Ec, but only after the first cell
+// past 32767 - c1, which was computed exactly from inputs under that.
 
 // relu(a + b) per half lane (HFMA2.RELU a x 1.0 + b).
 __device__ __forceinline__ u32 half_relu_add(u32 a, u32 b) {
@@ -302,6 +322,8 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     // PAIRS keeps one value a cell where it keeps two (the compiler sees GO = C2 and merges them).
     const u32 GO = DPX_GAP_IS_MISMATCH && !AFFINE ? C2 : (HALF ? half_pair(-gap_open) : pack2(gap_open));
     const u32 NGE = pack2(-gap_extend);
+    constexpr bool FLOOR = AFFINE && DPX_FLOOR_E;   // the floored affine cell (above)
+    const u32 GE = pack2(gap_extend);
     const u32 Y0 = HALF ? half_pair(-c2) : pack2(bias);                   // Y of H = 0
     const u32 G0 = HALF ? half_pair(-gap_open) : pack2(bias + c2 - gap_open);   // W / A of H = 0; Ec / Fc of E = F = -O
     const u32 D0 = PRODUCT ? G0 : Y0;             // what the diagonal reads of H = 0 (passed down, boundary)
@@ -331,7 +353,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
             }
             Y[r] = Y0;
             G[r] = G0;
-            EC[r] = G0;
+            EC[r] = FLOOR ? BASE : G0;   // E = -O, or (FLOOR) E' = max(E, 0) = 0
         }
         if (PRODUCT) {   // this thread's profile of its rows: s + O in each lane, for each target code
 #pragma unroll 1
@@ -437,12 +459,12 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     for (int r = 0; r < R; ++r) {
                         const u32 diag = r == 0 ? diag_in : (PRODUCT ? G[r - 1] : Y[r - 1]);
                         const u32 s = PRODUCT ? score[r] : dpx_prmt(ta, tb, sel[r]);
-                        P[r] = HALF ? half_relu_add(diag, s) : dpx_addmax(diag, s, BASE);
+                        P[r] = HALF ? half_relu_add(diag, s) : FLOOR ? diag * one + s : dpx_addmax(diag, s, BASE);
                     }
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         if (AFFINE) {
-                            EC[r] = dpx_addmax(EC[r], NGE, G[r]);
+                            EC[r] = FLOOR ? dpx_max3(EC[r] * one - GE, G[r], BASE) : dpx_addmax(EC[r], NGE, G[r]);
                             fc = dpx_addmax(fc, NGE, gup);
                             z = dpx_max3(P[r], EC[r], fc);
                         } else {
