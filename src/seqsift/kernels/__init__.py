@@ -211,8 +211,8 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm(
             "sw-dpx-affine", "sw",
             {"cpu": "sw:dpx_affine_cpu", "cuda": "sw:dpx_affine_cuda"},
-            "affine-gap (Gotoh) Smith-Waterman on DPX instructions, 16-bit lanes as sw-dpx; saturating pairs "
-            "rescored by sw-gotoh",
+            "affine-gap (Gotoh) Smith-Waterman on DPX instructions, 16-bit lanes as sw-dpx (all-vs-all tiles: "
+            "E floored at 0, three DPX maxima a cell pair); saturating pairs rescored by sw-gotoh",
             affine_gaps=True,
             buffer_backends={"cpu": "sw:dpx_affine_buffer_cpu", "cuda": "sw:dpx_affine_buffer_cuda"},
         ),

@@ -56,8 +56,9 @@
 //     Y = Z - c2 (the cell as the next diagonal), best = max(best, Z).
 //   Per cell pair (PAIRS; PRODUCT, below, has no PRMT and one subtraction): PRMT + 2 DPX + 2
 //   subtractions (linear; one where g = c2, as at the default 2/1/1: then W = Y) or PRMT + 4 DPX + 2
-//   subtractions (affine), and a VIMNMX3 per two cells for the running maximum. E and F never fall
-//   below -O, so Ec - E and every stored lane stay >= 0; the one addition that can wrap is Y_diag + s''.
+//   subtractions (affine; the floored cell below: 3 DPX and more IMADs), and a VIMNMX3 per two cells for
+//   the running maximum. E and F never fall below -O, so Ec - E and every stored lane stay >= 0; the one
+//   addition that can wrap is Y_diag + s''.
 // * Saturation: the first cell whose Z exceeds 32767 - c1 is computed exactly (its inputs are below
 //   that), and the running maximum keeps it; so a lane whose best is <= 32767 - c1 never wrapped and
 //   is exact, and any other is reported as -1 and rescored by sw_gotoh (the launcher). No 8-bit
