@@ -31,7 +31,7 @@ Algorithms (entries of metric ``sw`` in the one registry, ``seqsift.kernels.ALGO
 * ``sw-dpx`` and ``sw-dpx-affine`` (dpx.cu): Hopper's DPX instructions on two
   pairs per register in 16-bit lanes, query rows in registers, a warp-shuffle
   pipeline along the target; pairs that may saturate a lane are rescored by
-  sw-gotoh. Their CPU paths run the same lane arithmetic (cpu.dpx_lanes);
+  sw-gotoh. Their CPU paths run the cells in 16-bit integer lanes (cpu.dpx_lanes);
 * ``sw-lanes`` (CPU cores only): 32 pairs at once, one per SIMD lane of int16
   where the scores provably fit (else int32, else a scalar int64 pass), linear
   and affine gaps (Rognes 2011, SWIPE's inter-sequence SIMD; cpu.score_pairs,
