@@ -184,14 +184,9 @@ def test_floored_and_plain_affine_cells_score_alike(scoring):
     codes, starts, lengths, xi, yi, expected = tile_case(np.random.default_rng(scoring.extend * 10 + scoring.open),
                                                          scoring)
     threshold = max(1, int(np.median(expected)))
-    pairs = (codes, starts[xi[:5]], lengths[xi[:5]], starts[yi], lengths[yi], 150, 700, scoring, True)
     tiles = (codes, starts[xi], lengths[xi], starts[yi], lengths[yi], 150, 700, scoring, True)
-    padded = sw_cuda.gather_device(codes, starts[yi], lengths[yi], 700 + 2 * sw_cuda.DPX_GAP, sw_cuda.DPX_GAP)
-    import cupy
-
-    pair_buffer = cupy.concatenate([codes, padded.reshape(-1)])
-    pair_y = len(codes) + np.arange(5) * (700 + 2 * sw_cuda.DPX_GAP) + sw_cuda.DPX_GAP
-    pairs = (pair_buffer, starts[xi[:5]], lengths[xi[:5]], pair_y, lengths[yi]) + pairs[5:]
+    pair_buffer, pair_y = sw_cuda.dpx_pair_rows(codes, codes, starts[yi], lengths[yi], 700)
+    pairs = (pair_buffer, starts[xi[:5]], lengths[xi[:5]], pair_y, lengths[yi], 150, 700, scoring, True)
     for product, args, want in ((True, tiles, expected), (False, pairs, np.diag(expected[:5]))):
         for floor in (False, True):
             if floor and not sw_cuda.dpx_floor_admits(scoring, True, product):

@@ -37,17 +37,11 @@ def case(rng, x_count: int, y_count: int, m: int, n: int):
 def launches(codes, xs, xl, ys, yl, m, n, scoring, **geometry):
     """(tile scores, tile flags at the median, list scores x[p] against y[p], list flags) through dpx_launch,
     against sw-gotoh's CPU scores."""
-    import cupy
-
     host = codes.get()
     expected = sw.buffer_scores("sw-gotoh", "cpu", host, xs, xl, ys, yl, scoring, product=True)
     threshold = max(1, int(np.median(expected)))
     k = min(len(xs), len(ys))
-    width = n + 2 * sw_cuda.DPX_GAP   # the lists' y rows, gathered with DPX_GAP codes of N around them
-    buffer = cupy.empty(codes.size + k * width, dtype=cupy.uint8)
-    buffer[:codes.size] = codes
-    sw_cuda.gather_device(codes, ys[:k], yl[:k], width, sw_cuda.DPX_GAP, out=buffer[codes.size:].reshape(k, width))
-    rows = np.arange(k, dtype=np.int64) * width + sw_cuda.DPX_GAP + codes.size
+    buffer, rows = sw_cuda.dpx_pair_rows(codes, codes, ys[:k], yl[:k], n)   # the lists' y rows, N around them
     for product in (True, False):
         args = (codes, xs, xl, ys, yl) if product else (buffer, xs[:k], xl[:k], rows, yl[:k])
         want = expected if product else np.diag(expected[:k, :k])

@@ -309,6 +309,19 @@ def gather_device(codes_dev, starts, lengths, width: int, lead: int = 0, out=Non
     return out
 
 
+def dpx_pair_rows(head_dev, codes_dev, y_start, y_len, n: int):
+    """The buffer a list of pairs reads (dpx.cu, "The launch"): ``head_dev`` as it is (where the x sequences are
+    read), then each y sequence of ``codes_dev`` in a row of n + 2 DPX_GAP codes, with DPX_GAP codes of N on
+    both sides. Returns (buffer, each y's start in it)."""
+    import cupy
+
+    count, width = len(y_start), n + 2 * DPX_GAP
+    buffer = cupy.empty(head_dev.size + count * width, dtype=cupy.uint8)
+    buffer[:head_dev.size] = head_dev.reshape(-1)
+    gather_device(codes_dev, y_start, y_len, width, DPX_GAP, out=buffer[head_dev.size:].reshape(count, width))
+    return buffer, np.arange(count, dtype=np.int64) * width + DPX_GAP + head_dev.size
+
+
 def count_bases_cuda(codes_dev, starts, lengths) -> np.ndarray:
     """(sequences, 4) int32 on the host: how many A, C, G, T each sequence codes_dev[starts[k]:+lengths[k]]
     of a device code buffer holds (dpx.cu's sw_count_bases, a warp per sequence; starts and lengths on the
@@ -420,6 +433,14 @@ def dpx_floor_admits(scoring: Scoring, affine: bool, product: bool) -> bool:
     return floor >= scoring.extend and (not product or scoring.open >= scoring.mismatch)
 
 
+def _variant(asked: bool | None, admitted: bool, default: bool, refusal: str) -> bool:
+    """A launch variant (half lanes, the floored cell): ``default`` unless asked for or against; asking for it
+    where it is not admitted raises ValueError(``refusal``)."""
+    if asked and not admitted:
+        raise ValueError(refusal)
+    return default if asked is None else bool(asked)
+
+
 def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scoring: Scoring, affine: bool, *,
                product: bool, threshold: int | None = None, rows: int | None = None, group: int | None = None,
                half: bool | None = None, skew: int | None = None, floor_e: bool | None = None):
@@ -446,9 +467,8 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     max_rows = dpx_max_tile_rows(shared_memory_per_block(cupy.cuda.Device().id)) if product else None
     rows, group, rounds = dpx_geometry(m, rows, group, affine, product, max_rows)
     admitted = dpx_half_admits(scoring, m, n, affine, product)
-    if half and not admitted:
-        raise ValueError(f"half lanes cannot score {m} x {n} with {scoring.describe()} on this device")
-    half = admitted if half is None else bool(half)
+    half = _variant(half, admitted, admitted, f"half lanes cannot score {m} x {n} with {scoring.describe()} on "
+                    "this device")
     if half and threshold is not None and reach_z(scoring, threshold, half=True) is None:
         half = False   # a threshold past what half lanes hold exactly: no score reaches it, the integers say so
     z = 0 if threshold is None else reach_z(scoring, threshold, half)
@@ -458,11 +478,9 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     same = {"DPX_GAP_IS_MISMATCH": 1} if not affine and scoring.open == scoring.mismatch else {}
     if half:
         same["DPX_HALF"] = 1
-    floor_admitted = dpx_floor_admits(scoring, affine, product)
-    if floor_e and not floor_admitted:
-        raise ValueError(f"the floored affine cell cannot score {scoring.describe()}"
-                         f"{' in tiles' if product else ''}")
-    floored = floor_admitted and product if floor_e is None else bool(floor_e)
+    admitted = dpx_floor_admits(scoring, affine, product)
+    floored = _variant(floor_e, admitted, admitted and product, f"the floored affine cell cannot score "
+                       f"{scoring.describe()}{' in tiles' if product else ''}")
     if floored:
         same["DPX_FLOOR_E"] = 1
     if skew is None or rounds > 1:
@@ -515,15 +533,11 @@ def _dpx_pairs_device(x_dev, y_dev, scoring: Scoring, affine: bool, threshold=No
 
     pairs, m = x_dev.shape
     n = y_dev.shape[1]
-    width = n + 2 * DPX_GAP
-    buffer = cupy.empty(x_dev.size + pairs * width, dtype=cupy.uint8)
-    buffer[:x_dev.size] = x_dev.reshape(-1)
     index = cupy.arange(pairs, dtype=cupy.int64)
-    gather_device(y_dev.reshape(-1), index * n, cupy.full(pairs, n, dtype=cupy.int32), width, DPX_GAP,
-                  out=buffer[x_dev.size:].reshape(pairs, width))
-    return dpx_launch(buffer, index * m, cupy.full(pairs, m, dtype=cupy.int32), index * width + DPX_GAP + x_dev.size,
-                      cupy.full(pairs, n, dtype=cupy.int32), m, n, scoring, affine, product=False,
-                      threshold=threshold, rows=rows, group=group)
+    y_len = cupy.full(pairs, n, dtype=cupy.int32)
+    buffer, y_rows = dpx_pair_rows(x_dev, y_dev.reshape(-1), index * n, y_len, n)
+    return dpx_launch(buffer, index * m, cupy.full(pairs, m, dtype=cupy.int32), y_rows, y_len, m, n, scoring, affine,
+                      product=False, threshold=threshold, rows=rows, group=group)
 
 
 def _dpx_cuda(x_codes, y_codes, scoring: Scoring, affine: bool, rows=None, group=None):
@@ -577,13 +591,7 @@ def _dpx_buffer_cuda(codes, x_start, x_len, y_start, y_len, scoring: Scoring, af
         result = dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m, n, scoring, affine, product=True,
                             threshold=threshold if flag else None).get()
     else:
-        # x read where it lies; y gathered after the codes, with DPX_GAP codes of N on both sides
-        width = n + 2 * DPX_GAP
-        buffer = cupy.empty(codes_dev.size + len(y_start) * width, dtype=cupy.uint8)
-        buffer[:codes_dev.size] = codes_dev
-        gather_device(codes_dev, y_start, y_len, width, DPX_GAP,
-                      out=buffer[codes_dev.size:].reshape(len(y_start), width))
-        rows_start = np.arange(len(y_start), dtype=np.int64) * width + DPX_GAP + codes_dev.size
+        buffer, rows_start = dpx_pair_rows(codes_dev, codes_dev, y_start, y_len, n)   # x read where it lies
         result = dpx_launch(buffer, x_start, x_len, rows_start, y_len, m, n, scoring, affine, product=False,
                             threshold=threshold if flag else None).get()
         del buffer
