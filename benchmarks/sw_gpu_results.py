@@ -5,6 +5,7 @@
     python benchmarks/sw_gpu_results.py --replace-e2e --e2e E/screen_e2e.json [E2/screen_e2e.json ...]
     python benchmarks/sw_gpu_results.py --replace-threshold K/sw_affine.json   # a newer qgram section only
     python benchmarks/sw_gpu_results.py --kernels K/sw_affine.json --sass ... --issue ... --kernels-only NAME
+    python benchmarks/sw_gpu_results.py --replace-kernels --kernels K/sw_affine.json --sass ... --issue ...
 
 Takes the kernel records of ``bench_sw_affine.py`` (``--kernels``), the end-to-end screen of
 ``bench_screen_e2e.py`` (``--e2e``) and the peers' records (GASAL2, parasail) of other runs of
@@ -17,6 +18,8 @@ the records the issue names: ``sw-linear-best``, ``sw-affine-best`` (full scores
 ``sw-threshold-best`` (the flag kernel at the threshold that random pairs pass least often, counted as
 pairs x m x n). Writes sw_gpu.json in DESIGN.md's shape and a bar chart of the rates; ``--kernels-only
 NAME``: the kernel records alone, with their roofs, as NAME.json and NAME.png (no end-to-end or peers).
+``--replace-kernels``: a newer run's kernel, threshold and q-gram records in place of an existing sw_gpu.json's,
+keeping its end-to-end and peers' records (each stamped with the commit it was measured at).
 """
 from __future__ import annotations
 
@@ -119,6 +122,8 @@ def main() -> None:
     ap.add_argument("--peers", type=Path, nargs="*", default=[])
     ap.add_argument("--sass", default="", help="mode_gap=ALU per cell, comma-separated (tiles_linear=1.359,...)")
     ap.add_argument("--issue", default="", help="mode_gap=all instructions per cell, likewise (the issue roof)")
+    ap.add_argument("--replace-kernels", action="store_true",
+                    help="swap the kernel records of an existing sw_gpu.json for --kernels' (end to end, peers kept)")
     ap.add_argument("--kernels-only", metavar="NAME", help="write --kernels' records with roofs as OUT/NAME.json, .png")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
@@ -134,15 +139,27 @@ def main() -> None:
         out = dict(kernels, records=records)
         (args.out / f"{args.kernels_only}.json").write_text(json.dumps(out, indent=1) + "\n")
         return plot(records, args.out / f"{args.kernels_only}.png", kernels)
+    if args.replace_kernels:
+        if args.kernels is None:
+            ap.error("--replace-kernels needs --kernels")
+        kept = [r for r in load(args.out / "sw_gpu.json")["records"] if r.get("measured")]
+        return write(load(args.kernels), kept, args)
     if args.kernels is None or len(args.e2e) != 1:
         ap.error("--kernels and one --e2e are required unless --replace-e2e or --replace-threshold")
     kernels, e2e = load(args.kernels), load(args.e2e[0])
-    records = [with_roof(r, counts(args.sass), kernels["commit"], counts(args.issue)) for r in kernels["records"]]
-    records += e2e_records(e2e)
+    others = e2e_records(e2e)
     for path in args.peers:
         peer = load(path)
-        records += [dict(r, measured=f"commit {peer['commit']}, {peer['date']}") for r in peer["records"]
-                    if r["algorithm"].startswith(("gasal2", "parasail", "sw-dpx-affine (same pairs"))]
+        others += [dict(r, measured=f"commit {peer['commit']}, {peer['date']}") for r in peer["records"]
+                   if r["algorithm"].startswith(("gasal2", "parasail", "sw-dpx-affine (same pairs"))]
+    write(kernels, others, args)
+
+
+def write(kernels: dict, others: list[dict], args) -> None:
+    """sw_gpu.json and .png: the kernels' records with their roofs, ``others`` (end to end, peers: stamped with
+    the commit each was measured at), and the three best records the issue names."""
+    records = [with_roof(r, counts(args.sass), kernels["commit"], counts(args.issue)) for r in kernels["records"]]
+    records += others
     full = [r for r in records if r.get("mode") and r.get("same_scores")]
     records.append(best(full, "sw-linear-best", lambda r: r["algorithm"].startswith("sw-dpx (")
                         and "gap 1" in r["workload"], ""))

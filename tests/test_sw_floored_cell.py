@@ -70,9 +70,10 @@ class Cell:
         return self.max3(self.lane_add(a, b), c, c)
 
 
-def floored_scores(xa, xb, ya, yb, scoring, product: bool, cell: Cell) -> tuple[int, int]:
+def floored_scores(xa, xb, ya, yb, scoring, product: bool, cell: Cell, best_from_p: bool = True) -> tuple[int, int]:
     """Lane 0: xa against ya; lane 1: xb against yb (product: ya = yb, the tile's one target). Codes 0-3,
-    4 for N. The recurrences of dpx_tile_body with FLOOR, one thread holding every row."""
+    4 for N. The recurrences of dpx_tile_body with FLOOR, one thread holding every row. ``best_from_p``: the
+    running maximum over the diagonal terms P (dpx.cu's DPX_BEST_FROM_P, the default), else over Z."""
     c1, c2, o, e = scoring.match, scoring.mismatch, scoring.open, scoring.extend
     bias = dpx_bias(o, c2)
     base = word(bias + c2, bias + c2)            # Z of H = 0, and E's floor
@@ -114,7 +115,7 @@ def floored_scores(xa, xb, ya, yb, scoring, product: bool, cell: Cell) -> tuple[
                 y[r] = cell.plain_sub(z, c2w)
             g[r] = cell.plain_sub(z, go)
             gup = g[r]
-            best = cell.max3(best, z, z)
+            best = cell.max3(best, p[r] if best_from_p else z, z if not best_from_p else p[r])
     low, high = lanes(best)
     return low - (bias + c2), high - (bias + c2)
 
@@ -155,12 +156,13 @@ def test_admitted_floored_cells_never_cross_a_lane_and_score_as_gotoh(scoring, p
     for (xa, ya), (xb, yb) in zip(pairs[::2], pairs[1::2]):
         if product:
             yb = ya   # a tile: both lanes' queries against one target
-        cell = Cell()
-        got = floored_scores(xa, xb, ya, yb, scoring, product, cell)
         want = tuple(sw_affine_score(text(x), text(y), scoring.match, scoring.mismatch, scoring.open,
                                      scoring.extend) for x, y in ((xa, ya), (xb, yb)))
-        assert cell.crossed == 0, (text(xa), text(xb), text(ya))
-        assert got == want, (text(xa), text(xb), text(ya), text(yb))
+        for best_from_p in (True, False):   # the largest H is a diagonal term: both maxima are the score
+            cell = Cell()
+            got = floored_scores(xa, xb, ya, yb, scoring, product, cell, best_from_p)
+            assert cell.crossed == 0, (text(xa), text(xb), text(ya))
+            assert got == want, (text(xa), text(xb), text(ya), text(yb), best_from_p)
 
 
 @pytest.mark.parametrize("scoring,product", [(sw.Scoring(2, 5, gap_open=3, gap_extend=1), True),

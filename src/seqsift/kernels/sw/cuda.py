@@ -456,6 +456,7 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     with E floored at 0 (None: the tiles, wherever :func:`dpx_floor_admits`; True where it does not raises
     ValueError). Lists of pairs keep Gotoh's cell unless asked: floored, their 4 IMADs a cell pair (Y and W
     both kept) load the FMA pipe as much as the ALU one, and they ran 0.91-0.94x (H100, benchmarks/README.md).
+    The running maximum is taken over the diagonal terms (dpx.cu's DPX_BEST_FROM_P) except in linear tiles.
     """
     import cupy
 
@@ -483,6 +484,8 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
                        f"{scoring.describe()}{' in tiles' if product else ''}")
     if floored:
         same["DPX_FLOOR_E"] = 1
+    if affine or not product:   # H100, A/B: 1.02-1.04x; the linear tiles ran 0.97-1.01x
+        same["DPX_BEST_FROM_P"] = 1
     if skew is None or rounds > 1:
         skew = dpx_skew(rows, group, rounds, affine, product, floored)
     if skew not in (1, 2, 4) or (not product and not dpx_pairs_lead_fits(skew, group)):

@@ -53,17 +53,19 @@
 //     affine:  Ec = max(Ec - E, A_left)        VIADDMNMX, A = Z - O kept per cell, Ec = E + B + c2
 //              Fc = max(Fc - E, A_up)          VIADDMNMX
 //              Z  = max(P, Ec, Fc)             VIMNMX3
-//     Y = Z - c2 (the cell as the next diagonal), best = max(best, Z).
+//     Y = Z - c2 (the cell as the next diagonal), best = max(best, P): the largest H of a matrix is a
+//     diagonal term (a gap's H is below the H it opened from), and P is off the rows' chain of dependent
+//     instructions (DPX_BEST_FROM_P; 0 takes the maximum over Z, as before).
 //   Per cell pair (PAIRS; PRODUCT, below, has no PRMT and one subtraction): PRMT + 2 DPX + 2
 //   subtractions (linear; one where g = c2, as at the default 2/1/1: then W = Y) or PRMT + 4 DPX + 2
 //   subtractions (affine; the floored cell below: 3 DPX and more IMADs), and a VIMNMX3 per two cells for
 //   the running maximum. E and F never fall below -O, so Ec - E and every stored lane stay >= 0; the one
 //   addition that can wrap is Y_diag + s''.
-// * Saturation: the first cell whose Z exceeds 32767 - c1 is computed exactly (its inputs are below
-//   that), and the running maximum keeps it; so a lane whose best is <= 32767 - c1 never wrapped and
-//   is exact, and any other is reported as -1 and rescored by sw_gotoh (the launcher). No 8-bit
-//   kernel: Hopper has DPX for 16-bit lanes only; four 8-bit lanes would need emulated SIMD maxima
-//   (several instructions each) and gain nothing.
+// * Saturation: the first cell whose Z exceeds 32767 - c1 is a diagonal term computed exactly (its
+//   inputs are below that), and the running maximum keeps it; so a lane whose best is <= 32767 - c1
+//   never wrapped and is exact, and any other is reported as -1 and rescored by sw_gotoh (the
+//   launcher). No 8-bit kernel: Hopper has DPX for 16-bit lanes only; four 8-bit lanes would need
+//   emulated SIMD maxima (several instructions each) and gain nothing.
 // * Skewed steps (DPX_SKEW = S, one-round launches; the launcher's dpx_skew): thread k computes column
 //   t - S k at step t, so the row above arrives from S steps before and a thread's consecutive steps
 //   do not wait on each other (each step's first row otherwise waits on the step before's last row,
@@ -90,6 +92,12 @@ typedef unsigned int u32;
 #endif
 #ifndef DPX_FLOOR_E
 #define DPX_FLOOR_E 0           // the affine cell with E floored at 0 (set by the launcher; "The floored affine cell")
+#endif
+#ifndef DPX_BEST_FROM_P
+#define DPX_BEST_FROM_P 0       // the running maximum over the diagonal terms P, not Z (set by the launcher; "best")
+#endif
+#ifndef DPX_STEP_FMA
+#define DPX_STEP_FMA 1          // a step's own work as IMADs on the FMA pipe (A/B; "The step's overheads" below)
 #endif
 #define DPX_FULL 0xffffffffu
 
@@ -148,6 +156,14 @@ __device__ __forceinline__ u32 dpx_shl(u32 value, u32 shift) {
 }
 
 __device__ __forceinline__ u32 pack2(int v) { return ((u32)v & 0xffffu) * 0x10001u; }
+
+// a * b + c, one IMAD on the FMA pipe: ptxas sees a PTX mad of registers, whose values it does not know, and
+// keeps it (C's a * b + c with b = 0 or 1 it may turn back into a select on the ALU pipe).
+__device__ __forceinline__ u32 dpx_mad(u32 a, u32 b, u32 c) {
+    u32 d;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
 
 // The row selector of dpx_prmt for query codes a (lane 0) and b (lane 1).
 __device__ __forceinline__ u32 dpx_selector(unsigned int a, unsigned int b) {
@@ -333,6 +349,12 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     // VIADD, SASS of R = 16: 3.48 ALU instructions per cell instead of 3.05). one is 1 (the launch has
     // 256 threads), a value ptxas cannot see. The linear cell's subtractions stay IMADs as they are.
     const u32 one = AFFINE ? blockDim.x >> 8 : 1u;
+    // The step's overheads (DPX_STEP_FMA): the group's first thread takes the row above a one-round launch
+    // (H = 0's) as upY x inner + top_y, an IMAD, where a select would take the ALU pipe; and the PRODUCT
+    // table holds each column's profile offset in bytes, so that its address is one add (affine: an IMAD).
+    const u32 inner = k != 0 ? 1u : 0u;
+    const u32 top_y = k != 0 ? 0u : D0, top_f = k != 0 ? 0u : G0;
+    constexpr u32 TABLE_UNIT = DPX_QUADS * DPX_BLOCK * (DPX_STEP_FMA ? 16 : 1);   // PRODUCT: a target code's profile
     const unsigned char *xa_codes = codes + x_start[xa];
     const unsigned char *xb_codes = codes + x_start[xb];
     const int xa_len = x_len[xa], xb_len = x_len[xb];
@@ -408,7 +430,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                 const unsigned char *target = codes + y_start[ya_index];
                 for (int w = threadIdx.x; w < DPX_TABLE_WORDS; w += blockDim.x) {
                     const int j = c0 - DPX_TABLE_LEAD + w;
-                    dpx_table[w] = (j >= 0 && j < n ? min((u32)target[j], 4u) : 4u) * (DPX_QUADS * DPX_BLOCK);
+                    dpx_table[w] = (j >= 0 && j < n ? min((u32)target[j], 4u) : 4u) * TABLE_UNIT;
                 }
                 __syncthreads();
             }
@@ -428,13 +450,20 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     const int t = t0 + u;
                     u32 upY = __shfl_up_sync(DPX_FULL, botY[u % S], 1, group);   // thread k - 1's, S steps ago
                     u32 upF = AFFINE ? __shfl_up_sync(DPX_FULL, botF[u % S], 1, group) : 0u;
-                    if (k == 0) {   // the group's first thread: the row above the round
-                        upY = aboveY[u];
-                        if (AFFINE) upF = aboveF[u];
+                    if (ROUNDS || !DPX_STEP_FMA) {
+                        if (k == 0) {   // the group's first thread: the row above the round
+                            upY = aboveY[u];
+                            if (AFFINE) upF = aboveF[u];
+                        }
+                    } else {   // one round: the row above is H = 0's, which the first thread takes by an IMAD
+                        upY = dpx_mad(upY, inner, top_y);
+                        if (AFFINE) upF = dpx_mad(upF, inner, top_f);
                     }
                     u32 ta = 0, tb = 0, score[DPX_QUADS * 4];
                     if (PRODUCT) {   // the column's profile: 4 cell pairs a load
-                        const uint4 *column = profile + table[t];
+                        const uint4 *column = DPX_STEP_FMA
+                            ? (const uint4 *)((const char *)profile + table[t] * one)   // bytes: one IMAD
+                            : profile + table[t];
 #pragma unroll
                         for (int q = 0; q < DPX_QUADS; ++q) {
                             const uint4 v = column[q * DPX_BLOCK];
@@ -479,10 +508,11 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                             G[r] = z * one - GO;
                         }
                         gup = G[r];
-                        if (r & 1) best = dpx_max3(best, zprev, z);
+                        if (!DPX_BEST_FROM_P && (r & 1)) best = dpx_max3(best, zprev, z);
+                        if (DPX_BEST_FROM_P && (r & 1)) best = dpx_max3(best, P[r - 1], P[r]);
                         zprev = z;
                     }
-                    if (R & 1) best = dpx_max(best, z);
+                    if (R & 1) best = dpx_max(best, DPX_BEST_FROM_P ? P[R - 1] : z);
                     botY[u % S] = PRODUCT ? G[R - 1] : Y[R - 1];
                     botF[u % S] = fc;
                     diag_in = upY;
