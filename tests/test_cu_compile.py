@@ -29,12 +29,12 @@ def test_cu_file_compiles(source, arch, tmp_path):
                                      ["-DDPX_AFFINE=1", "-DDPX_SKEW=4", "-DDPX_ROWS=16"],
                                      ["-DDPX_AFFINE=1", "-DDPX_FLOOR_E=1", "-DDPX_SKEW=4", "-DDPX_ROWS=20",
                                       "-DDPX_BEST_FROM_P=1"],
-                                     ["-DDPX_AFFINE=1", "-DDPX_BEST_FROM_P=1", "-DDPX_STEP_FMA=0", "-DDPX_ROWS=16"]],
+                                     ["-DDPX_AFFINE=1", "-DDPX_BEST_FROM_P=1", "-DDPX_ROWS=16"]],
                          ids=["half-skew4", "half-skew2-g=c2", "affine-skew4", "affine-floored-skew4-best-p",
-                              "affine-best-p-step-alu"])
+                              "affine-best-p"])
 def test_dpx_variants_compile(defines, arch, tmp_path):
     """dpx.cu as the launcher compiles it for half lanes, skewed steps, the floored affine cell and the running
-    maximum over P (kernels/sw/cuda.py, dpx_launch), and with the step's overheads on the ALU pipe (DPX_STEP_FMA=0)."""
+    maximum over P (kernels/sw/cuda.py, dpx_launch)."""
     source = KERNEL_DIR / "sw" / "dpx.cu"
     result = subprocess.run(["nvcc", f"-arch={arch}", *defines, "-c", str(source), "-o", str(tmp_path / "out.o")],
                             capture_output=True, text=True, timeout=600)

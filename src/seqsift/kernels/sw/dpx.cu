@@ -96,9 +96,6 @@ typedef unsigned int u32;
 #ifndef DPX_BEST_FROM_P
 #define DPX_BEST_FROM_P 0       // the running maximum over the diagonal terms P, not Z (set by the launcher; "best")
 #endif
-#ifndef DPX_STEP_FMA
-#define DPX_STEP_FMA 1          // a step's own work as IMADs on the FMA pipe (A/B; "The step's overheads" below)
-#endif
 #define DPX_FULL 0xffffffffu
 
 // The lane arithmetic. Hopper (sm_90) has it in hardware: the PTX add.s16x2 and max.s16x2 below, which
@@ -280,7 +277,8 @@ __device__ __forceinline__ u32 dpx_selector_half(unsigned int a, unsigned int b)
 // from the all-zero state it leaves the all-zero state, which is what column 0 must see on its left.
 // Rows past an x's length are N rows, likewise. So every thread runs every step of the round alike:
 // the 4-step unrolled body is the cells, one shuffle per value passed down, a table read and the
-// profile's loads (PRODUCT) or two code loads (PAIRS), and a select for the group's first thread.
+// profile's loads (PRODUCT) or two code loads (PAIRS), and for the group's first thread the row above (an
+// IMAD in one-round launches: see "The step's own work" in dpx_tile_body; a select with rounds).
 //
 // REACH (threshold T, the flag kernels): the same cells; every DPX_EXIT_STEPS steps the warp votes,
 // and once every pair of the warp has a lane >= T (biased) it stops: such a pair's first cell >= T
@@ -349,12 +347,13 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
     // VIADD, SASS of R = 16: 3.48 ALU instructions per cell instead of 3.05). one is 1 (the launch has
     // 256 threads), a value ptxas cannot see. The linear cell's subtractions stay IMADs as they are.
     const u32 one = AFFINE ? blockDim.x >> 8 : 1u;
-    // The step's overheads (DPX_STEP_FMA): the group's first thread takes the row above a one-round launch
+    // The step's own work, off the ALU pipe: the group's first thread takes the row above a one-round launch
     // (H = 0's) as upY x inner + top_y, an IMAD, where a select would take the ALU pipe; and the PRODUCT
     // table holds each column's profile offset in bytes, so that its address is one add (affine: an IMAD).
+    // SASS, affine tiles at S = 4: 1.867 ALU instructions a cell instead of 1.945 (benchmarks/README.md).
     const u32 inner = k != 0 ? 1u : 0u;
     const u32 top_y = k != 0 ? 0u : D0, top_f = k != 0 ? 0u : G0;
-    constexpr u32 TABLE_UNIT = DPX_QUADS * DPX_BLOCK * (DPX_STEP_FMA ? 16 : 1);   // PRODUCT: a target code's profile
+    constexpr u32 TABLE_UNIT = DPX_QUADS * DPX_BLOCK * 16;   // PRODUCT: bytes of a target code's profile
     const unsigned char *xa_codes = codes + x_start[xa];
     const unsigned char *xb_codes = codes + x_start[xb];
     const int xa_len = x_len[xa], xb_len = x_len[xb];
@@ -450,7 +449,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     const int t = t0 + u;
                     u32 upY = __shfl_up_sync(DPX_FULL, botY[u % S], 1, group);   // thread k - 1's, S steps ago
                     u32 upF = AFFINE ? __shfl_up_sync(DPX_FULL, botF[u % S], 1, group) : 0u;
-                    if (ROUNDS || !DPX_STEP_FMA) {
+                    if (ROUNDS) {
                         if (k == 0) {   // the group's first thread: the row above the round
                             upY = aboveY[u];
                             if (AFFINE) upF = aboveF[u];
@@ -461,9 +460,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     }
                     u32 ta = 0, tb = 0, score[DPX_QUADS * 4];
                     if (PRODUCT) {   // the column's profile: 4 cell pairs a load
-                        const uint4 *column = DPX_STEP_FMA
-                            ? (const uint4 *)((const char *)profile + table[t] * one)   // bytes: one IMAD
-                            : profile + table[t];
+                        const uint4 *column = (const uint4 *)((const char *)profile + table[t] * one);   // bytes
 #pragma unroll
                         for (int q = 0; q < DPX_QUADS; ++q) {
                             const uint4 v = column[q * DPX_BLOCK];
