@@ -67,7 +67,6 @@ import struct
 import tempfile
 import threading
 import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -534,7 +533,6 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
             if genome_file is not None:
                 writer = _SafeWriter(genome_file, fingerprint, display, capacity)
             layout = fasta_scan.scan_fasta(blocks, threads=threads, destination=writer)
-        fai_bytes = _fai_bytes_soon(layout, kind)
         _check_records(layout.names, layout.lengths, display)
     except decompress.DecompressError as err:
         if writer:
@@ -556,20 +554,8 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
     genome = writer.finish(table) if writer else None
     # The index after the cache: a job started meanwhile that finds the index but no cache reads
     # through the index (open_reference), so it must never see the one without the other.
-    fai, gzi = _write_index(target, kind, cache, fai_bytes, bgzf_blocks)
+    fai, gzi = _write_index(target, kind, cache, layout, bgzf_blocks)
     return layout, genome, fai, gzi
-
-
-def _fai_bytes_soon(layout: fasta_scan.FastaLayout, kind: str) -> Future | None:
-    """The .fai's bytes, formatted on a thread of their own while the names are checked and the genome cache is
-    closed (NumPy's passes release the GIL); None for plain gzip, which keeps no .fai."""
-    if kind == _GZIP:
-        return None
-    pool = ThreadPoolExecutor(1, thread_name_prefix="seqsift-fai")
-    try:
-        return pool.submit(layout.fai_bytes)
-    finally:
-        pool.shutdown(wait=False)
 
 
 class _SafeWriter:
@@ -866,11 +852,10 @@ def _fresh_index(target: Path, kind: str, cache: "_CacheEntry", check: bool) -> 
     return None
 
 
-def _write_index(target: Path, kind: str, cache: "_CacheEntry", fai_bytes: Future | None,
+def _write_index(target: Path, kind: str, cache: "_CacheEntry", layout: fasta_scan.FastaLayout,
                  bgzf_blocks: decompress.BgzfBlocks | None) -> tuple[Path | None, Path | None]:
-    """Write the .fai (``fai_bytes``' result: :func:`_fai_bytes_soon`) and .gzi of a scanned ``target``: beside
-    it if that directory is writable, else into the cache; (None, None) where neither takes it (reads need no
-    file)."""
+    """Write the .fai (and .gzi) of a scanned ``target``: beside it if that directory is
+    writable, else into the cache; (None, None) where neither takes it (reads need no file)."""
     if kind == _GZIP:
         return None, None
     places = _index_places(target, kind, cache)
@@ -881,7 +866,7 @@ def _write_index(target: Path, kind: str, cache: "_CacheEntry", fai_bytes: Futur
             if fai.parent == cache.path("").parent:
                 cache.make_directory()
             with _atomic_write(fai) as out:
-                out.write(fai_bytes.result())
+                out.write(layout.fai_bytes())
             if gzi is not None:
                 with _atomic_write(gzi) as out:
                     decompress.write_gzi(bgzf_blocks, out)
