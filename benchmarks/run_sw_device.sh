@@ -6,7 +6,9 @@
 # 1. GASAL2 built in the background; 2. bench_sw_affine.py's kernels, threshold and q-gram sections;
 # 3. the end-to-end screen (bench_screen_e2e.py) three times, the first filling CuPy's kernel cache on a
 # fresh host; 4. the peers (parasail, GASAL2); 5. the GPU tests of the SW kernels (SW_TESTS=0: none).
-# Each step has its own time limit; all write under $OUT. Then, here:
+# Each step has its own time limit; all write under $OUT. The device tool brings back only a few files of
+# its own $OUT, so there run it as  OUT=/tmp/sw PACK=$OUT/sw.tgz bash benchmarks/run_sw_device.sh  (PACK: one
+# archive of everything under OUT) and unpack it here. Then, here:
 #   python benchmarks/sw_gpu_results.py --kernels $OUT/sw_affine.json --e2e $OUT/screen_e2e_3.json \
 #       --peers $OUT/peers/sw_affine.json --sass ... --issue ...   (the counts of sw_sass.py)
 set -o pipefail
@@ -40,3 +42,4 @@ step peers "${SW_PEERS_S:-150}" python benchmarks/bench_sw_affine.py --out "$OUT
 tail -3 "$OUT/tests.log" 2>/dev/null
 grep -hE "cells|differ|GASAL2|seqsift /|failed|e2e|kernel alone" "$OUT"/kernels.log "$OUT"/e2e_*.log "$OUT"/peers.log | cut -c1-220
 echo "$STEPS"
+if [ -n "${PACK:-}" ]; then tar -C "$OUT" -czf "$PACK" .; fi

@@ -115,7 +115,8 @@ def floored_scores(xa, xb, ya, yb, scoring, product: bool, cell: Cell, best_from
                 y[r] = cell.plain_sub(z, c2w)
             g[r] = cell.plain_sub(z, go)
             gup = g[r]
-            best = cell.max3(best, p[r] if best_from_p else z, z if not best_from_p else p[r])
+            term = p[r] if best_from_p else z
+            best = cell.max3(best, term, term)
     low, high = lanes(best)
     return low - (bias + c2), high - (bias + c2)
 

@@ -468,9 +468,9 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
         return out
     max_rows = dpx_max_tile_rows(shared_memory_per_block(cupy.cuda.Device().id)) if product else None
     rows, group, rounds = dpx_geometry(m, rows, group, affine, product, max_rows)
-    admitted = dpx_half_admits(scoring, m, n, affine, product)
-    half = _variant(half, admitted, admitted, f"half lanes cannot score {m} x {n} with {scoring.describe()} on "
-                    "this device")
+    half_admitted = dpx_half_admits(scoring, m, n, affine, product)
+    half = _variant(half, half_admitted, half_admitted,
+                    f"half lanes cannot score {m} x {n} with {scoring.describe()} on this device")
     if half and threshold is not None and reach_z(scoring, threshold, half=True) is None:
         half = False   # a threshold past what half lanes hold exactly: no score reaches it, the integers say so
     z = 0 if threshold is None else reach_z(scoring, threshold, half)
@@ -480,9 +480,9 @@ def dpx_launch(codes_dev, x_start, x_len, y_start, y_len, m: int, n: int, scorin
     same = {"DPX_GAP_IS_MISMATCH": 1} if not affine and scoring.open == scoring.mismatch else {}
     if half:
         same["DPX_HALF"] = 1
-    admitted = dpx_floor_admits(scoring, affine, product)
-    floored = _variant(floor_e, admitted, admitted and product, f"the floored affine cell cannot score "
-                       f"{scoring.describe()}{' in tiles' if product else ''}")
+    floor_admitted = dpx_floor_admits(scoring, affine, product)
+    floored = _variant(floor_e, floor_admitted, floor_admitted and product,
+                       f"the floored affine cell cannot score {scoring.describe()}{' in tiles' if product else ''}")
     if floored:
         same["DPX_FLOOR_E"] = 1
     if affine or not product:   # H100, A/B: 1.02-1.04x; the linear tiles ran 0.97-1.01x

@@ -478,7 +478,7 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                     u32 gup = PRODUCT ? upY : (HALF ? half_add(upY, half_pair(c2 - gap_open)) : upY + C2 - GO);
                     u32 fc = upF;
                     u32 z = BASE;
-                    u32 zprev = BASE;
+                    u32 term_prev = BASE;   // the running maximum's term of the row before (P or Z)
                     // The diagonal terms first, from the rows' values of column j - 1: then each Y[r] is
                     // dead once read and the new one takes its register (round 1, SASS of run 1).
                     u32 P[DPX_ROWS];
@@ -505,11 +505,11 @@ __device__ __forceinline__ void dpx_tile_body(const unsigned char *__restrict__ 
                             G[r] = z * one - GO;
                         }
                         gup = G[r];
-                        if (!DPX_BEST_FROM_P && (r & 1)) best = dpx_max3(best, zprev, z);
-                        if (DPX_BEST_FROM_P && (r & 1)) best = dpx_max3(best, P[r - 1], P[r]);
-                        zprev = z;
+                        const u32 term = DPX_BEST_FROM_P ? P[r] : z;
+                        if (r & 1) best = dpx_max3(best, term_prev, term);
+                        term_prev = term;
                     }
-                    if (R & 1) best = dpx_max(best, DPX_BEST_FROM_P ? P[R - 1] : z);
+                    if (R & 1) best = dpx_max(best, term_prev);
                     botY[u % S] = PRODUCT ? G[R - 1] : Y[R - 1];
                     botF[u % S] = fc;
                     diag_in = upY;
