@@ -31,6 +31,14 @@ def sequence_path(request, monkeypatch):
     monkeypatch.setattr(fasta_scan, "_FEW_RUNS", 10 ** 9 if request.param == "by-runs" else -1)
 
 
+@pytest.fixture(params=["whole", "parts"])
+def record_parts(request, monkeypatch):
+    """The records laid out (and their .fai formatted) as one part, and in parts of a record or two,
+    each on a thread (``RECORDS_PER_PART``: 10^5 records or more, in a real file)."""
+    if request.param == "parts":
+        monkeypatch.setattr(fasta_scan, "RECORDS_PER_PART", 1)
+
+
 def genome_text(seed: int, eol: str = "\n", blank_between: bool = False, final_newline: bool = True,
                 leading_blank: bool = False) -> tuple[str, dict[str, str]]:
     """Records with N runs, lowercase, lines of several widths, records shorter than one line."""
@@ -110,7 +118,7 @@ def scan_bgzf(path: Path, data: bytes, piece: int, block_bytes: int):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_fai_is_byte_identical_to_pyfaidx(tmp_path, case, seed):
+def test_fai_is_byte_identical_to_pyfaidx(tmp_path, record_parts, case, seed):
     text, records = genome_text(seed, **CASES[case])
     path = tmp_path / "genome.fa"
     path.write_bytes(text.encode())
@@ -131,7 +139,7 @@ def test_fai_is_byte_identical_to_pyfaidx(tmp_path, case, seed):
 
 
 @pytest.mark.parametrize("case", ["crlf", "blank_lines_between_records", "no_final_newline"])
-def test_open_reference_writes_pyfaidx_identical_fai(tmp_path, case):
+def test_open_reference_writes_pyfaidx_identical_fai(tmp_path, record_parts, case):
     text, records = genome_text(11, **CASES[case])
     path = tmp_path / "genome.fa"
     path.write_bytes(text.encode())
@@ -172,7 +180,7 @@ RAGGED = {
 
 
 @pytest.mark.parametrize("text", sorted(RAGGED))
-def test_ragged_records_are_named(tmp_path, text):
+def test_ragged_records_are_named(tmp_path, record_parts, text):
     path = tmp_path / "ragged.fa"
     path.write_text(text)
     for block_bytes in (4, 7, fasta_scan.BLOCK_BYTES):
@@ -214,7 +222,7 @@ def first_irregular_line(text: str):
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_irregular_records_are_found_as_samtools_rule_says(tmp_path, seed):
+def test_irregular_records_are_found_as_samtools_rule_says(tmp_path, record_parts, seed):
     """Random records of a few line widths, blank lines, '\\r\\n' endings and an open last line: the
     scan raises RaggedRecord at the line the line-by-line oracle names, or describes the file."""
     rng = random.Random(seed)

@@ -117,6 +117,17 @@ def test_lists_concatenate_in_order():
     assert len(TextList.concatenate([])) == 0
 
 
+@pytest.mark.parametrize("count", [0, 1, 2, 97])
+def test_a_part_is_the_slice_of_the_strings(count):
+    strings = _strings(random.Random(count + 100), count)
+    listed = TextList.of(strings)
+    for first in range(count + 1):
+        for stop in range(first, count + 1, max(1, count // 9)):
+            part = listed.part(first, stop)
+            assert isinstance(part, TextList) and list(part) == strings[first:stop]
+            assert part.joined() == "\n".join(strings[first:stop]).encode("utf-8")
+
+
 def test_a_string_with_a_newline_is_refused():
     with pytest.raises(ValueError):
         TextList.of(["a", "b\nc"])

@@ -67,6 +67,7 @@ import struct
 import tempfile
 import threading
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -518,6 +519,10 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
     threads = fasta_scan.worker_threads()
     writer = None
     bgzf_blocks = None
+    fai_text: Future | None = None
+    # The .fai's text is formatted on a thread of its own (and its threads) while this one checks the
+    # names and finishes the genome cache: for 10^6 records each is a tenth of a second of NumPy.
+    formatter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqsift-fai")
     try:
         with reading(display), ExitStack() as stack:
             size = os.path.getsize(target)
@@ -533,6 +538,8 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
             if genome_file is not None:
                 writer = _SafeWriter(genome_file, fingerprint, display, capacity)
             layout = fasta_scan.scan_fasta(blocks, threads=threads, destination=writer)
+        if kind != _GZIP:
+            fai_text = formatter.submit(layout.fai_bytes, threads)
         _check_records(layout.names, layout.lengths, display)
     except decompress.DecompressError as err:
         if writer:
@@ -549,12 +556,14 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
         if writer:
             writer.abandon()
         raise
+    finally:
+        formatter.shutdown(wait=False)   # (a text being formatted is waited for below, or dropped)
     table = {"names": layout.names, "kind": kind, "headers": layout.headers,
              **{c: getattr(layout, c) for c in ("lengths", "offsets", "line_bases", "line_bytes")}}
     genome = writer.finish(table) if writer else None
     # The index after the cache: a job started meanwhile that finds the index but no cache reads
     # through the index (open_reference), so it must never see the one without the other.
-    fai, gzi = _write_index(target, kind, cache, layout, bgzf_blocks)
+    fai, gzi = _write_index(target, kind, cache, fai_text, bgzf_blocks)
     return layout, genome, fai, gzi
 
 
@@ -852,10 +861,11 @@ def _fresh_index(target: Path, kind: str, cache: "_CacheEntry", check: bool) -> 
     return None
 
 
-def _write_index(target: Path, kind: str, cache: "_CacheEntry", layout: fasta_scan.FastaLayout,
+def _write_index(target: Path, kind: str, cache: "_CacheEntry", fai_text: Future | None,
                  bgzf_blocks: decompress.BgzfBlocks | None) -> tuple[Path | None, Path | None]:
     """Write the .fai (and .gzi) of a scanned ``target``: beside it if that directory is
-    writable, else into the cache; (None, None) where neither takes it (reads need no file)."""
+    writable, else into the cache; (None, None) where neither takes it (reads need no file).
+    ``fai_text``: the .fai's bytes, being formatted (None for plain gzip, which has no index)."""
     if kind == _GZIP:
         return None, None
     places = _index_places(target, kind, cache)
@@ -866,7 +876,7 @@ def _write_index(target: Path, kind: str, cache: "_CacheEntry", layout: fasta_sc
             if fai.parent == cache.path("").parent:
                 cache.make_directory()
             with _atomic_write(fai) as out:
-                out.write(layout.fai_bytes())
+                out.write(fai_text.result())
             if gzi is not None:
                 with _atomic_write(gzi) as out:
                     decompress.write_gzi(bgzf_blocks, out)

@@ -89,6 +89,12 @@ class TextList(Sequence):
         start = int(self.ends[i - 1]) + 1 if i else 0
         return self.text[start:int(self.ends[i])].decode("utf-8")
 
+    def part(self, first: int, stop: int) -> "TextList":
+        """Strings ``[first, stop)`` as a TextList (``self[first:stop]`` decodes them into a list)."""
+        start = int(self.ends[first - 1]) + 1 if first else 0
+        end = int(self.ends[stop - 1]) + 1 if stop > first else start
+        return TextList(self.text[start:end], self.ends[first:stop] - start)
+
     def strings(self) -> list[str]:
         """Every string, decoded at once."""
         return self.text.decode("utf-8").split("\n")[:-1]
