@@ -497,3 +497,28 @@ def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path
             assert list(layout.headers) == headers, block_bytes
         else:
             assert layout.headers is None, block_bytes
+
+
+@pytest.mark.parametrize("repeat", [False, True])
+def test_names_hashed_by_the_blocks_find_a_name_repeated_in_another_block(tmp_path, repeat):
+    """Each block hashes its own names (names of 1 to 20 bytes, so blocks differ in their widest);
+    the hashes joined are the whole list's, and a name repeated blocks apart is found."""
+    from seqsift.errors import InputError
+    from seqsift.io.reference import _check_records
+    from seqsift.io.text_list import TextList
+
+    rng = random.Random(5)
+    names = list(dict.fromkeys("".join(rng.choice("ACGTxyz_") for _ in range(rng.randint(1, 20))) for _ in range(300)))
+    if repeat:
+        names[-3] = names[4]
+    path = tmp_path / "names.fa"
+    path.write_text("".join(f">{name} d\nACGT\n" for name in names))
+    for block_bytes in (16, 61, 1000):
+        layout, _ = scan(path, block_bytes)
+        assert list(layout.names) == names
+        assert np.array_equal(layout.name_hashes, TextList.of(names).hashes())
+        if repeat:
+            with pytest.raises(InputError, match=f"'{names[4]}' is used twice"):
+                _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes)
+        else:
+            _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes)

@@ -145,7 +145,15 @@ def test_all_distinct_says_what_a_set_says(seed):
     strings = list(dict.fromkeys(strings))            # distinct
     if seed % 2 and strings:
         strings.insert(rng.randrange(len(strings) + 1), rng.choice(strings))   # one repeat
-    assert TextList.of(strings).all_distinct() == (len(set(strings)) == len(strings))
+    listed = TextList.of(strings)
+    assert listed.all_distinct() == (len(set(strings)) == len(strings))
+    # hashed in parts of different widths, as the scan's blocks hash their own names
+    cuts = sorted(rng.sample(range(len(strings) + 1), min(3, len(strings) + 1)))
+    parts = [listed.part(a, b) for a, b in zip([0, *cuts], [*cuts, len(strings)])]
+    hashes = [part.hashes() for part in parts]
+    if all(h is not None for h in hashes):
+        assert np.array_equal(np.concatenate(hashes), listed.hashes())
+        assert listed.all_distinct(np.concatenate(hashes)) == (len(set(strings)) == len(strings))
 
 
 def test_all_distinct_is_exact_when_every_hash_collides(monkeypatch):

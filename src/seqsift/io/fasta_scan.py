@@ -93,6 +93,7 @@ class FastaLayout:
     total_bytes: int  # the uncompressed file's size
     header_lines: np.ndarray | None = None  # 1-based line number of each record's header
     headers: TextList | None = None  # each header line after '>', where any has more than the name
+    name_hashes: np.ndarray | None = None  # TextList.hashes of the names, found by the scanning threads
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format): :meth:`fai_bytes`, decoded."""
@@ -354,6 +355,7 @@ class _Lines:
     header_text: bytes        # the header lines without '>' and line ending, joined by '\n' (b"": none)
     names: tuple[TextList, TextList] | None  # first_words(header_text), found on the scanning thread (None:
                                              # no header, or left to names_and_headers' slow path)
+    name_hashes: np.ndarray | None  # names[0].hashes(), likewise (None: no names, or too long to hash)
     sequence: np.ndarray | None  # the block's sequence bytes (no headers, no line endings)
     before_first_header: int  # sequence bytes that precede the block's first header (-1: no header)
     non_ascii: bool           # a byte >= 0x80 outside the header lines
@@ -396,6 +398,7 @@ def _scan_block(block: _Block) -> _Lines:
     text_ends = ends[heads] - carriage[heads]
     header_text = joined_lines(data, starts[heads] + 1, text_ends)
     names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
+    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check)
 
     lines = len(length)
     change = np.ones(lines, dtype=bool)  # where a run starts
@@ -412,7 +415,7 @@ def _scan_block(block: _Block) -> _Lines:
         sequence, before_first = _sequence_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
     non_ascii = bool(sequence.size and sequence.max() >= 0x80)
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
-                  count=run_lines, header_text=header_text, names=names, sequence=sequence,
+                  count=run_lines, header_text=header_text, names=names, name_hashes=name_hashes, sequence=sequence,
                   before_first_header=before_first, non_ascii=non_ascii, continues_line=block.continues_line)
 
 
@@ -652,16 +655,18 @@ def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[TextList,
     return TextList.of(names), TextList.of(headers)
 
 
-def _names_of(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextList]:
-    """The records' names and header lines: the blocks' own (ASCII headers, each with a name) joined,
-    else :func:`names_and_headers` over all the header lines at once."""
+def _names_of(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextList, np.ndarray | None]:
+    """The records' names, header lines and names' hashes (or None): the blocks' own (ASCII headers,
+    each with a name) joined, else :func:`names_and_headers` over all the header lines at once."""
     with_headers = [part for part in parts if part.header.any()]
     if not with_headers or any(part.names is None for part in with_headers):
-        return names_and_headers([part.header_text for part in with_headers], header_errors)
+        return *names_and_headers([part.header_text for part in with_headers], header_errors), None
     names = TextList.concatenate(part.names[0] for part in with_headers)
+    hashes = [part.name_hashes for part in with_headers]
+    hashes = np.concatenate(hashes) if all(h is not None for h in hashes) else None
     if all(part.names[0] is part.names[1] for part in with_headers):   # no header has a description
-        return names, names
-    return names, TextList.concatenate(part.names[1] for part in with_headers)
+        return names, names, hashes
+    return names, TextList.concatenate(part.names[1] for part in with_headers), hashes
 
 
 RECORDS_PER_PART = 1 << 17
@@ -711,7 +716,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     runs = _Runs(*_join_lines(parts))
     run_bytes = runs.length * runs.count
     total_bytes = int(run_bytes.sum())
-    names, headers = _names_of(parts, header_errors)
+    names, headers, name_hashes = _names_of(parts, header_errors)
     described = headers != names
     heads = np.flatnonzero(runs.header)
     if not len(heads):
@@ -738,7 +743,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
                                                                list(zip(*laid_out))[:5])
     return FastaLayout(names=names, lengths=record_length, offsets=offsets, line_bases=per_line,
                        line_bytes=width, total_bytes=total_bytes, header_lines=header_lines,
-                       headers=headers if described else None)
+                       headers=headers if described else None, name_hashes=name_hashes)
 
 
 def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: int, bytes_before: int):
