@@ -33,8 +33,8 @@ def sequence_path(request, monkeypatch):
 
 @pytest.fixture(params=["whole", "parts"])
 def record_parts(request, monkeypatch):
-    """The records laid out (and their .fai formatted) as one part, and in parts of a record or two,
-    each on a thread (``RECORDS_PER_PART``: 10^5 records or more, in a real file)."""
+    """The records laid out (and their .fai formatted) as one part, and in parts of one record,
+    on threads (``RECORDS_PER_PART``: 2^17 records or more, in a real file)."""
     if request.param == "parts":
         monkeypatch.setattr(fasta_scan, "RECORDS_PER_PART", 1)
 
