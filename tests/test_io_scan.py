@@ -457,7 +457,7 @@ def test_table_bytes_writes_each_line_as_str_formatting_does(seed):
     assert fasta_scan.table_bytes(names, columns) == expected.encode("utf-8")
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(60))
 def test_spans_mask_and_joined_lines_against_slices(seed):
     """The masks of runs that gather header lines equal plain slicing, empty spans, spans at both ends
     and touching spans included."""
@@ -471,6 +471,8 @@ def test_spans_mask_and_joined_lines_against_slices(seed):
         for a, b in zip(first.tolist(), stop.tolist()):
             expected[a:b] = inside
         assert np.array_equal(fasta_scan.spans_mask(size, first, stop, inside), expected)
+    assert fasta_scan.joined_lines(data, first, stop) == b"\n".join(data[a:b].tobytes() for a, b in zip(first, stop))
+    data[stop[stop < size]] = ord("\n")   # spans followed by newlines, as header lines are (touching ones too)
     assert fasta_scan.joined_lines(data, first, stop) == b"\n".join(data[a:b].tobytes() for a, b in zip(first, stop))
 
 

@@ -426,6 +426,9 @@ def joined_lines(data: np.ndarray, first: np.ndarray, end: np.ndarray) -> bytes:
     runs (:func:`spans_mask`), not an index per byte."""
     if not len(first):
         return b""
+    if int(end[-1]) < len(data) and (first[1:] > end[:-1]).all() and (data[end] == _NEWLINE).all():
+        # each span followed by its own newline (lines that end in '\n' alone): those are the separators
+        return data[spans_mask(len(data), first, end + 1)][:-1].tobytes()
     widths = end - first
     text = np.empty(int(widths.sum()) + len(first) - 1, dtype=np.uint8)
     is_separator = np.zeros(len(text), dtype=bool)
