@@ -37,7 +37,7 @@ import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
@@ -571,7 +571,7 @@ def _scan_and_place(block: _Block | Callable[[], _Block], destination: Destinati
     return lines
 
 
-def _join_lines(parts: list[_Lines]):
+def _join_lines(parts: list[_Lines]) -> "_Runs":
     """All blocks' runs as one set; a line cut between blocks (a run of one on
     each side) becomes one line."""
     length = np.concatenate([p.length for p in parts]).astype(np.int64)
@@ -581,13 +581,14 @@ def _join_lines(parts: list[_Lines]):
     count = np.concatenate([p.count for p in parts]).astype(np.int64)
     first_run_of_part = np.cumsum([0] + [len(p.length) for p in parts[:-1]])
     continued = [i for p, i in zip(parts, first_run_of_part) if p.continues_line and len(p.length)]
-    if not continued:
-        return length, carriage, newline, header, count
-    goes_on = np.zeros(len(length), dtype=bool)
-    goes_on[continued] = True
-    starts = np.flatnonzero(~goes_on)   # pieces of one line: summed, the ending from the last piece
-    lasts = np.append(starts[1:], len(length)) - 1
-    return (np.add.reduceat(length, starts), carriage[lasts], newline[lasts], header[starts], count[starts])
+    if continued:
+        goes_on = np.zeros(len(length), dtype=bool)
+        goes_on[continued] = True
+        starts = np.flatnonzero(~goes_on)   # pieces of one line: summed, the ending from the last piece
+        lasts = np.append(starts[1:], len(length)) - 1
+        length, carriage, newline, header, count = (np.add.reduceat(length, starts), carriage[lasts],
+                                                    newline[lasts], header[starts], count[starts])
+    return _Runs(length, carriage, newline, header, count, length * count)
 
 
 _SPACE = np.zeros(256, dtype=bool)
@@ -709,6 +710,18 @@ class _Runs:
     newline: np.ndarray   # bool
     header: np.ndarray    # bool
     count: np.ndarray     # int64: lines in the run
+    bytes: np.ndarray     # int64: the run's bytes (length x count)
+
+
+class _PartLayout(NamedTuple):
+    """The .fai columns of one part's records (int64), and its first bad line (None: every line regular)."""
+
+    lengths: np.ndarray
+    offsets: np.ndarray
+    line_bases: np.ndarray
+    line_bytes: np.ndarray
+    header_lines: np.ndarray          # 1-based
+    first_bad: tuple[int, int] | None  # (0-based line, record in the part)
 
 
 def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: str = "strict",
@@ -720,9 +733,8 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     empty = FastaLayout(TextList.of(()), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     if not parts:
         return empty
-    runs = _Runs(*_join_lines(parts))
-    run_bytes = runs.length * runs.count
-    total_bytes = int(run_bytes.sum())
+    runs = _join_lines(parts)
+    total_bytes = int(runs.bytes.sum())
     names, headers, name_hashes = _names_of(parts, header_errors)
     described = headers != names
     heads = np.flatnonzero(runs.header)
@@ -733,7 +745,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     record_ranges = record_parts(len(heads))
     first_runs = heads[[first for first, _ in record_ranges]]
     first_runs[0] = 0                                   # the first part also holds what precedes a header
-    lines_per_part, bytes_per_part = np.add.reduceat(runs.count, first_runs), np.add.reduceat(run_bytes, first_runs)
+    lines_per_part, bytes_per_part = np.add.reduceat(runs.count, first_runs), np.add.reduceat(runs.bytes, first_runs)
     lines_before = np.cumsum(lines_per_part) - lines_per_part
     bytes_before = np.cumsum(bytes_per_part) - bytes_per_part
     run_stops = np.append(first_runs[1:], len(runs.length))
@@ -741,29 +753,27 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
                  in zip(first_runs, run_stops, lines_before, bytes_before)]
     laid_out = _on_threads(_records_of_runs, arguments, pool, threads)
 
-    bad = [(part[-1][0], first + part[-1][1]) for part, (first, _) in zip(laid_out, record_ranges)
-           if part[-1] is not None]
+    bad = [(part.first_bad[0], first + part.first_bad[1]) for part, (first, _) in zip(laid_out, record_ranges)
+           if part.first_bad is not None]
     if bad and require_regular:
         line, record = min(bad)
         raise RaggedRecord(names[record], line + 1)
-    record_length, offsets, per_line, width, header_lines = (np.concatenate(column) for column in
-                                                               list(zip(*laid_out))[:5])
-    return FastaLayout(names=names, lengths=record_length, offsets=offsets, line_bases=per_line,
-                       line_bytes=width, total_bytes=total_bytes, header_lines=header_lines,
-                       headers=headers if described else None, name_hashes=name_hashes)
+    joined = {column: np.concatenate([getattr(part, column) for part in laid_out])
+              for column in ("lengths", "offsets", "line_bases", "line_bytes", "header_lines")}
+    return FastaLayout(names=names, total_bytes=total_bytes, headers=headers if described else None,
+                       name_hashes=name_hashes, **joined)
 
 
-def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: int, bytes_before: int):
+def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: int, bytes_before: int) -> _PartLayout:
     """The .fai columns of the records whose headers are among runs [first_run, stop_run) (which end
-    where a record does), int64: (lengths, offsets, bases per line, bytes per line, 1-based header
-    lines, and the first bad line as (0-based line, record in the part), or None)."""
-    length, carriage, newline, header, count = (column[first_run:stop_run] for column in
-                                                (runs.length, runs.carriage, runs.newline, runs.header, runs.count))
+    where a record does)."""
+    length, carriage, newline, header, count, run_bytes = (
+        column[first_run:stop_run] for column in (runs.length, runs.carriage, runs.newline, runs.header, runs.count,
+                                                  runs.bytes))
     heads = np.flatnonzero(header)
     bases = length - newline - carriage                 # each line's characters without its ending
     run_count = len(length)
     first_line = np.cumsum(count) - count + lines_before   # line index of each run's first line
-    run_bytes = length * count
     byte_start = np.cumsum(run_bytes) - run_bytes + bytes_before
     record_of_run = np.cumsum(header) - 1                # -1 before the first header
     first = heads + 1                                    # each record's first sequence run
@@ -803,5 +813,5 @@ def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: i
         run = int(np.searchsorted(first_line, line, side="right") - 1)
         first_bad = (line, int(record_of_run[run]))
     as_int64 = functools.partial(np.asarray, dtype=np.int64)   # (a copy only where not int64 already)
-    return (as_int64(record_length), as_int64(offsets), as_int64(per_line), as_int64(width),
-            as_int64(first_line[heads] + 1), first_bad)
+    return _PartLayout(as_int64(record_length), as_int64(offsets), as_int64(per_line), as_int64(width),
+                       as_int64(first_line[heads] + 1), first_bad)

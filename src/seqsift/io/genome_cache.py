@@ -7,7 +7,7 @@ older versions pruned), laid out as::
     [header, 4096 bytes][payload: every record's bases, one byte each, as in
     the file (case kept), records back to back][record table, binary]
 
-The record table (:func:`encode_table`) is a fixed part, then the four
+The record table (:func:`table_pieces`) is a fixed part, then the four
 ``.fai`` number columns as little-endian int64 arrays, then the names and
 (where any record has a description) the whole header lines, each as one
 UTF-8 text joined by newlines: a table of a million records is written and
@@ -108,16 +108,12 @@ NUMBER_COLUMNS = ("lengths", "offsets", "line_bases", "line_bytes")
 _TABLE_FIELDS = struct.Struct("<QQQ16s")  # records, bytes of the names' text, of the headers' text, source kind
 
 
-def encode_table(table: dict) -> bytes:
-    """The record table as the file holds it: ``names``, ``kind``, the NUMBER_COLUMNS and,
-    optionally, ``headers`` (each record's whole header line); names and headers are sequences of
-    str (a :class:`~seqsift.io.text_list.TextList`'s text is written as it is)."""
-    return b"".join(table_pieces(table))
-
-
 def table_pieces(table: dict) -> list:
-    """:func:`encode_table`'s bytes as the buffers they are made of, in order, none copied (a million
-    records' table is about 80 MB: CacheWriter.finish writes the pieces as they are)."""
+    """The record table as the file holds it, as the buffers it is made of, in order, none copied (a
+    million records' table is about 80 MB: CacheWriter.finish writes the pieces as they are):
+    ``names``, ``kind``, the NUMBER_COLUMNS and, optionally, ``headers`` (each record's whole header
+    line); names and headers are sequences of str (a :class:`~seqsift.io.text_list.TextList`'s text
+    is written as it is)."""
     names = memoryview(TextList.of(table["names"]).text)[:-1]
     headers = memoryview(TextList.of(table["headers"]).text)[:-1] if table.get("headers") else memoryview(b"")
     fields = _TABLE_FIELDS.pack(len(table["names"]), len(names), len(headers), table["kind"].encode("ascii"))
@@ -126,7 +122,7 @@ def table_pieces(table: dict) -> list:
 
 
 def decode_table(raw: bytes) -> dict:
-    """:func:`encode_table`'s bytes as a dict (int64 arrays; names and headers as TextLists, the
+    """:func:`table_pieces`' bytes as a dict (int64 arrays; names and headers as TextLists, the
     latter empty where the records have no descriptions); ValueError if malformed."""
     records, names_bytes, headers_bytes, kind = _TABLE_FIELDS.unpack_from(raw)
     if len(raw) != _TABLE_FIELDS.size + 8 * records * len(NUMBER_COLUMNS) + names_bytes + headers_bytes:
