@@ -476,11 +476,13 @@ def test_spans_mask_and_joined_lines_against_slices(seed):
     assert fasta_scan.joined_lines(data, first, stop) == b"\n".join(data[a:b].tobytes() for a, b in zip(first, stop))
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
 @pytest.mark.parametrize("seed", range(12))
-def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path, seed):
+def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path, seed, eol):
     """The scanning threads find their blocks' names (ASCII headers); a block with a header outside
     ASCII leaves the whole file's names to the one decode. Either way, at every block size, the names
-    are each header's first word and the header lines are kept exactly where one has a description."""
+    are each header's first word and the header lines are kept exactly where one has a description
+    (without the line ending, '\r\n' as '\n')."""
     rng = random.Random(seed)
     described = seed % 3 != 0
     headers = []
@@ -488,7 +490,7 @@ def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path
         name = rng.choice(["chr", "NZ_", "contig_", "d\u00e9crit_" if seed % 4 == 1 else "x"]) + str(r)
         rest = rng.choice(["", " desc", "\tmore words", " \u00a0accent\u00e9" if seed % 4 == 2 else " ascii"])
         headers.append(rng.choice(["", " "]) + name + (rest if described else ""))
-    text = "".join(f">{h}\nACGT{'A' * rng.randint(0, 90)}\n" for h in headers)
+    text = "".join(f">{h}{eol}ACGT{'A' * rng.randint(0, 90)}{eol}" for h in headers)
     path = tmp_path / "headers.fa"
     path.write_bytes(text.encode("utf-8"))
     expected_names = [h.split()[0] for h in headers]
