@@ -396,6 +396,10 @@ def _scan_block(block: _Block) -> _Lines:
     if block.continues_line and len(header):
         header[0] = False  # the line began in the previous block, as a sequence line
     heads = np.flatnonzero(header)  # (a header line is never cut: see _cut)
+    text_ends = ends[heads] - carriage[heads]
+    header_text = joined_lines(data, starts[heads] + 1, text_ends)
+    names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
+    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check)
 
     lines = len(length)
     change = np.ones(lines, dtype=bool)  # where a run starts
@@ -406,13 +410,10 @@ def _scan_block(block: _Block) -> _Lines:
     runs = np.flatnonzero(change)
     run_lines = np.diff(np.append(runs, lines))
     if len(runs) <= _FEW_RUNS:
-        header_text = joined_lines(data, starts[heads] + 1, ends[heads] - carriage[heads])
         ending = newline[runs].astype(np.int64) + carriage[runs]  # bytes of each run's line ending
         sequence, before_first = _sequence_by_runs(data, starts[runs], length[runs], ending, header[runs], run_lines)
     else:
-        header_text, sequence, before_first = _split_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
-    names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
-    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check)
+        sequence, before_first = _sequence_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
     non_ascii = bool(sequence.size and sequence.max() >= 0x80)
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
                   count=run_lines, header_text=header_text, names=names, name_hashes=name_hashes, sequence=sequence,
@@ -453,9 +454,8 @@ def spans_mask(size: int, first: np.ndarray, stop: np.ndarray, inside: bool = Tr
 
 _FEW_RUNS = 64
 """Up to this many runs of equal lines in a block (a genome: a handful), its bases are copied run by
-run (_sequence_by_runs) and its header lines gathered by joined_lines; past it (short records: reads,
-amplicons) both through masks (_split_by_mask: a few NumPy calls whatever the number of records).
-Both give the same bytes; by runs is about twice as
+run (_sequence_by_runs); past it (short records: reads, amplicons) through a mask of the bytes to keep
+(one NumPy call whatever the number of records). Both give the same bytes; by runs is about twice as
 fast (a strided copy instead of a masked one)."""
 
 
@@ -477,32 +477,17 @@ def _sequence_by_runs(data: np.ndarray, run_start: np.ndarray, run_width: np.nda
     return sequence, int(placed_per_run[:heads[0]].sum()) if len(heads) else -1
 
 
-def _split_by_mask(data: np.ndarray, is_newline: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                   newline: np.ndarray, carriage: np.ndarray, heads: np.ndarray) -> tuple[bytes, np.ndarray, int]:
-    """(the header text as joined_lines gives it, the sequence bytes, how many precede the first header
-    or -1), as _sequence_by_runs and joined_lines give them, through one mask of the header lines
-    (:func:`spans_mask`, '>' and line ending included). The header lines are copied whole and their '>'
-    and line endings dropped from that copy; the sequence is every byte but the line endings and the
-    header lines. One mask of the block where there had been two: ``np.repeat``, which builds it, holds
-    the GIL, and on 16 threads the scanning threads of a file of short records waited on it."""
+def _sequence_by_mask(data: np.ndarray, is_newline: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                      newline: np.ndarray, carriage: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, int]:
+    """As _sequence_by_runs, through a mask of the bytes to keep: all but the line endings and the
+    header lines ('\\n' included, :func:`spans_mask`)."""
     keep = np.logical_not(is_newline, out=is_newline)  # the same memory, from here on
     keep[ends[carriage] - 1] = False
-    if not len(heads):
-        return b"", data[keep], -1
-    line_stop = ends[heads] + newline[heads]
-    in_header = spans_mask(len(data), starts[heads], line_stop)
-    header_lines = data[in_header]                      # each header line whole
-    line_width = line_stop - starts[heads]
-    line_start = np.cumsum(line_width) - line_width     # where each begins in header_lines
-    drop = np.zeros(len(header_lines), dtype=bool)
-    drop[line_start] = True                             # its '>'
-    drop[(line_start + line_width - newline[heads] - 1)[carriage[heads]]] = True   # its '\r'
-    text = header_lines[~drop]
-    if newline[heads[-1]]:
-        text = text[:-1]                                # the last header line's '\n': joined, not ended
-    np.greater(keep, in_header, out=keep)               # keep, and not a header line
-    before_first = int(np.count_nonzero(keep[:int(starts[heads[0]])]))
-    return text.tobytes(), data[keep], before_first
+    if len(heads):
+        np.logical_and(keep, spans_mask(len(data), starts[heads], ends[heads] + newline[heads], inside=False),
+                       out=keep)
+    before_first = int(np.count_nonzero(keep[:int(starts[heads[0]])])) if len(heads) else -1
+    return data[keep], before_first
 
 
 # --------------------------------------------------------------------------
