@@ -482,7 +482,7 @@ def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path
     """The scanning threads find their blocks' names (ASCII headers); a block with a header outside
     ASCII leaves the whole file's names to the one decode. Either way, at every block size, the names
     are each header's first word and the header lines are kept exactly where one has a description
-    (without the line ending, '\r\n' as '\n')."""
+    (without the line ending, '\\r\\n' as '\\n')."""
     rng = random.Random(seed)
     described = seed % 3 != 0
     headers = []
