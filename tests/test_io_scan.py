@@ -506,7 +506,7 @@ def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path
 @pytest.mark.parametrize("repeat", [False, True])
 def test_names_hashed_by_the_blocks_find_a_name_repeated_in_another_block(tmp_path, repeat):
     """Each block hashes its own names (names of 1 to 20 bytes, so blocks differ in their widest);
-    the hashes joined are the whole list's, and a name repeated blocks apart is found."""
+    the hashes joined (each block's sorted) are the whole list's, and a name repeated blocks apart is found."""
     from seqsift.errors import InputError
     from seqsift.io.reference import _check_records
     from seqsift.io.text_list import TextList
@@ -520,9 +520,24 @@ def test_names_hashed_by_the_blocks_find_a_name_repeated_in_another_block(tmp_pa
     for block_bytes in (16, 61, 1000):
         layout, _ = scan(path, block_bytes)
         assert list(layout.names) == names
-        assert np.array_equal(layout.name_hashes, TextList.of(names).hashes())
+        assert np.array_equal(np.sort(layout.name_hashes), np.sort(TextList.of(names).hashes()))
         if repeat:
             with pytest.raises(InputError, match=f"'{names[4]}' is used twice"):
                 _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes)
         else:
             _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 16, 64])
+@pytest.mark.parametrize("total", [0, 1, 5 << 20, 14_000_000, 141_888_890, 3_100_000_000])
+def test_blocks_are_a_multiple_of_the_threads_within_the_bounds(total, threads):
+    """A file is cut into as many blocks as threads, or twice, three times... as many, none over
+    BLOCK_BYTES and none under MIN_BLOCK_BYTES (a file under threads x MIN_BLOCK_BYTES: fewer blocks)."""
+    block_bytes = fasta_scan.block_bytes_for(total, threads)
+    assert fasta_scan.MIN_BLOCK_BYTES <= block_bytes <= max(fasta_scan.BLOCK_BYTES, fasta_scan.MIN_BLOCK_BYTES)
+    blocks = -(-total // block_bytes)
+    if total >= threads * fasta_scan.MIN_BLOCK_BYTES:
+        rounds = -(-total // (threads * fasta_scan.BLOCK_BYTES))
+        assert blocks == threads * rounds
+    else:
+        assert blocks <= threads

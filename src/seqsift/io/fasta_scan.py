@@ -49,11 +49,26 @@ __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderPr
            "names_and_headers"]
 
 BLOCK_BYTES = 8 << 20
-"""Bytes per scanned block. Small enough that each thread's temporaries are
+"""Bytes per scanned block, at most. Small enough that each thread's temporaries are
 reused from the heap instead of freshly faulted in (cold opens of a 1 GB
 genome here: 2.1 s of kernel time with 64 MiB blocks, 0.7 s with 16 MiB,
 0.6 s with 4 MiB), large enough that the ~30 NumPy calls per block vanish.
 """
+
+MIN_BLOCK_BYTES = 1 << 20
+"""Bytes per scanned block, at least (:func:`block_bytes_for`): below it a block's fixed cost (its
+NumPy calls, its thread's turn at the GIL between them) outweighs its bytes."""
+
+
+def block_bytes_for(total: int, threads: int) -> int:
+    """Bytes per block for a file of ``total`` bytes scanned on ``threads`` threads: as many blocks as
+    threads, or a multiple of it, each at most BLOCK_BYTES and at least MIN_BLOCK_BYTES.
+
+    A file of a few blocks is otherwise scanned by a few threads while the others idle (10^5 records
+    of 100 bp, 14 MB: two blocks of 8 MiB for 16 cores), and one of a few blocks more than there are
+    threads waits for its last ones alone (10^6 records, 142 MB: 17 blocks, a second round of one)."""
+    rounds = -(-total // (threads * BLOCK_BYTES))       # blocks per thread
+    return max(MIN_BLOCK_BYTES, -(-total // max(1, threads * rounds)))
 
 _NEWLINE, _CR, _GT = 10, 13, ord(">")
 
@@ -94,6 +109,7 @@ class FastaLayout:
     header_lines: np.ndarray | None = None  # 1-based line number of each record's header
     headers: TextList | None = None  # each header line after '>', where any has more than the name
     name_hashes: np.ndarray | None = None  # TextList.hashes of the names, found by the scanning threads
+                                           # (each block's sorted: TextList.all_distinct merges the runs)
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format): :meth:`fai_bytes`, decoded."""
@@ -275,7 +291,8 @@ def _batches(starts: np.ndarray, total: int, batch_bytes: int) -> list[tuple[int
     if not len(starts):
         return []
     wanted = np.arange(0, total, max(1, batch_bytes))
-    firsts = np.unique(np.searchsorted(starts, wanted, side="right") - 1)
+    firsts = np.searchsorted(starts, wanted, side="right") - 1
+    firsts = firsts[np.append(True, firsts[1:] != firsts[:-1])]   # (ascending: np.unique, without its imports)
     return list(zip(firsts.tolist(), np.append(firsts[1:], len(starts)).tolist()))
 
 
@@ -356,7 +373,7 @@ class _Lines:
     header_text: bytes        # the header lines without '>' and line ending, joined by '\n' (b"": none)
     names: tuple[TextList, TextList] | None  # first_words(header_text), found on the scanning thread (None:
                                              # no header, or left to names_and_headers' slow path)
-    name_hashes: np.ndarray | None  # names[0].hashes(), likewise (None: no names, or too long to hash)
+    name_hashes: np.ndarray | None  # names[0].hashes() sorted, likewise (None: no names, or too long to hash)
     sequence: np.ndarray | None  # the block's sequence bytes (no headers, no line endings)
     before_first_header: int  # sequence bytes that precede the block's first header (-1: no header)
     non_ascii: bool           # a byte >= 0x80 outside the header lines
@@ -396,10 +413,6 @@ def _scan_block(block: _Block) -> _Lines:
     if block.continues_line and len(header):
         header[0] = False  # the line began in the previous block, as a sequence line
     heads = np.flatnonzero(header)  # (a header line is never cut: see _cut)
-    text_ends = ends[heads] - carriage[heads]
-    header_text = joined_lines(data, starts[heads] + 1, text_ends)
-    names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
-    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check)
 
     lines = len(length)
     change = np.ones(lines, dtype=bool)  # where a run starts
@@ -410,10 +423,15 @@ def _scan_block(block: _Block) -> _Lines:
     runs = np.flatnonzero(change)
     run_lines = np.diff(np.append(runs, lines))
     if len(runs) <= _FEW_RUNS:
+        header_text = joined_lines(data, starts[heads] + 1, ends[heads] - carriage[heads])
         ending = newline[runs].astype(np.int64) + carriage[runs]  # bytes of each run's line ending
         sequence, before_first = _sequence_by_runs(data, starts[runs], length[runs], ending, header[runs], run_lines)
     else:
-        sequence, before_first = _sequence_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
+        header_text, sequence, before_first = _split_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
+    names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
+    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check,
+    if name_hashes is not None:                                       # sorted here: merged fast after)
+        name_hashes.sort()
     non_ascii = bool(sequence.size and sequence.max() >= 0x80)
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
                   count=run_lines, header_text=header_text, names=names, name_hashes=name_hashes, sequence=sequence,
@@ -454,8 +472,9 @@ def spans_mask(size: int, first: np.ndarray, stop: np.ndarray, inside: bool = Tr
 
 _FEW_RUNS = 64
 """Up to this many runs of equal lines in a block (a genome: a handful), its bases are copied run by
-run (_sequence_by_runs); past it (short records: reads, amplicons) through a mask of the bytes to keep
-(one NumPy call whatever the number of records). Both give the same bytes; by runs is about twice as
+run (_sequence_by_runs) and its header lines gathered by joined_lines; past it (short records: reads,
+amplicons) both through masks (_split_by_mask: a few NumPy calls whatever the number of records).
+Both give the same bytes; by runs is about twice as
 fast (a strided copy instead of a masked one)."""
 
 
@@ -477,17 +496,32 @@ def _sequence_by_runs(data: np.ndarray, run_start: np.ndarray, run_width: np.nda
     return sequence, int(placed_per_run[:heads[0]].sum()) if len(heads) else -1
 
 
-def _sequence_by_mask(data: np.ndarray, is_newline: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                      newline: np.ndarray, carriage: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, int]:
-    """As _sequence_by_runs, through a mask of the bytes to keep: all but the line endings and the
-    header lines ('\\n' included, :func:`spans_mask`)."""
+def _split_by_mask(data: np.ndarray, is_newline: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                   newline: np.ndarray, carriage: np.ndarray, heads: np.ndarray) -> tuple[bytes, np.ndarray, int]:
+    """(the header text as joined_lines gives it, the sequence bytes, how many precede the first header
+    or -1), as _sequence_by_runs and joined_lines give them, through one mask of the header lines
+    (:func:`spans_mask`, '>' and line ending included). The header lines are copied whole and their '>'
+    and line endings dropped from that copy; the sequence is every byte but the line endings and the
+    header lines. One mask of the block where there had been two: ``np.repeat``, which builds it, holds
+    the GIL, and on 16 threads the scanning threads of a file of short records waited on it."""
     keep = np.logical_not(is_newline, out=is_newline)  # the same memory, from here on
     keep[ends[carriage] - 1] = False
-    if len(heads):
-        np.logical_and(keep, spans_mask(len(data), starts[heads], ends[heads] + newline[heads], inside=False),
-                       out=keep)
-    before_first = int(np.count_nonzero(keep[:int(starts[heads[0]])])) if len(heads) else -1
-    return data[keep], before_first
+    if not len(heads):
+        return b"", data[keep], -1
+    line_stop = ends[heads] + newline[heads]
+    in_header = spans_mask(len(data), starts[heads], line_stop)
+    header_lines = data[in_header]                      # each header line whole
+    line_width = line_stop - starts[heads]
+    line_start = np.cumsum(line_width) - line_width     # where each begins in header_lines
+    drop = np.zeros(len(header_lines), dtype=bool)
+    drop[line_start] = True                             # its '>'
+    drop[(line_start + line_width - newline[heads] - 1)[carriage[heads]]] = True   # its '\r'
+    text = header_lines[~drop]
+    if newline[heads[-1]]:
+        text = text[:-1]                                # the last header line's '\n': joined, not ended
+    np.greater(keep, in_header, out=keep)               # keep, and not a header line
+    before_first = int(np.count_nonzero(keep[:int(starts[heads[0]])]))
+    return text.tobytes(), data[keep], before_first
 
 
 # --------------------------------------------------------------------------
@@ -714,7 +748,7 @@ class _Runs:
 
 
 class _PartLayout(NamedTuple):
-    """The .fai columns of one part's records (int64), and its first bad line (None: every line regular)."""
+    """The .fai columns of one part's records (integers), and its first bad line (None: every line regular)."""
 
     lengths: np.ndarray
     offsets: np.ndarray
@@ -729,7 +763,9 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     """The records' .fai columns from the runs of lines; RaggedRecord names the first bad line.
 
     Many records are laid out in parts (:func:`record_parts`) on ``pool``: part k's runs go from its
-    first record's header to the next part's, the lines and bytes before them counted up front."""
+    first record's header to the next part's, the lines and bytes before them counted up front, and
+    each writes its records' rows of the columns (no concatenation after: 10^6 records' five columns
+    are 40 MB)."""
     empty = FastaLayout(TextList.of(()), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     if not parts:
         return empty
@@ -749,19 +785,23 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     lines_before = np.cumsum(lines_per_part) - lines_per_part
     bytes_before = np.cumsum(bytes_per_part) - bytes_per_part
     run_stops = np.append(first_runs[1:], len(runs.length))
-    arguments = [(runs, int(a), int(b), int(lines), int(byte)) for a, b, lines, byte
-                 in zip(first_runs, run_stops, lines_before, bytes_before)]
-    laid_out = _on_threads(_records_of_runs, arguments, pool, threads)
+    columns = {column: np.empty(len(heads), np.int64) for column in _PartLayout._fields[:-1]}
 
-    bad = [(part.first_bad[0], first + part.first_bad[1]) for part, (first, _) in zip(laid_out, record_ranges)
-           if part.first_bad is not None]
+    def lay_out(first_run: int, stop_run: int, lines: int, byte: int, first_record: int, stop_record: int):
+        """The part's columns, written into ``columns`` (by its own thread); its first bad line."""
+        part = _records_of_runs(runs, first_run, stop_run, lines, byte)
+        for column, values in columns.items():
+            values[first_record:stop_record] = getattr(part, column)
+        return None if part.first_bad is None else (part.first_bad[0], first_record + part.first_bad[1])
+
+    arguments = [(int(a), int(b), int(lines), int(byte), first, stop) for a, b, lines, byte, (first, stop)
+                 in zip(first_runs, run_stops, lines_before, bytes_before, record_ranges)]
+    bad = [found for found in _on_threads(lay_out, arguments, pool, threads) if found is not None]
     if bad and require_regular:
         line, record = min(bad)
         raise RaggedRecord(names[record], line + 1)
-    joined = {column: np.concatenate([getattr(part, column) for part in laid_out])
-              for column in ("lengths", "offsets", "line_bases", "line_bytes", "header_lines")}
     return FastaLayout(names=names, total_bytes=total_bytes, headers=headers if described else None,
-                       name_hashes=name_hashes, **joined)
+                       name_hashes=name_hashes, **columns)
 
 
 def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: int, bytes_before: int) -> _PartLayout:
@@ -812,6 +852,4 @@ def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: i
         line = int(bad_line.min())
         run = int(np.searchsorted(first_line, line, side="right") - 1)
         first_bad = (line, int(record_of_run[run]))
-    as_int64 = functools.partial(np.asarray, dtype=np.int64)   # (a copy only where not int64 already)
-    return _PartLayout(as_int64(record_length), as_int64(offsets), as_int64(per_line), as_int64(width),
-                       as_int64(first_line[heads] + 1), first_bad)
+    return _PartLayout(record_length, offsets, per_line, width, first_line[heads] + 1, first_bad)
