@@ -5,11 +5,12 @@ blocks; a block that takes longer when more run at once waits for something they
 after the blocks. ``--gil`` also runs each NumPy step of a block's scan on one thread and on two: a step
 that holds the GIL runs no faster on two (on a machine with two free cores).
 
-    python benchmarks/scan_threads.py FILE.fa [--threads 1,2,4,8,16] [--block-mib 8] [--gil]
+    python benchmarks/scan_threads.py FILE.fa [--threads 1,2,4,8,16] [--block-mib MIB] [--gil]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import threading
 import time
@@ -29,7 +30,16 @@ def timed(events: list, kind: str, function):
     return wrapper
 
 
-def scaling(path: str, thread_counts: list[int], block_bytes: int) -> None:
+def blocks_for(path: str, threads: int, block_bytes: int | None) -> int:
+    """``block_bytes``, or where None the package's choice for this file and thread count (8 MiB in
+    versions before ``block_bytes_for``)."""
+    if block_bytes is not None:
+        return block_bytes
+    choose = getattr(fasta_scan, "block_bytes_for", None)
+    return choose(os.path.getsize(path), threads) if choose else fasta_scan.BLOCK_BYTES
+
+
+def scaling(path: str, thread_counts: list[int], block_bytes: int | None) -> None:
     events: list = []
     scan_block, layout = fasta_scan._scan_block, fasta_scan._layout
     fasta_scan._scan_block = timed(events, "block", scan_block)
@@ -41,7 +51,8 @@ def scaling(path: str, thread_counts: list[int], block_bytes: int) -> None:
                 events.clear()
                 began = time.perf_counter()
                 with fasta_scan.PlainFile(path) as source:
-                    fasta_scan.scan_fasta(fasta_scan.blocks_of_source(source, block_bytes), threads=threads)
+                    fasta_scan.scan_fasta(fasta_scan.blocks_of_source(source, blocks_for(path, threads, block_bytes)),
+                                          threads=threads)
                 wall = time.perf_counter() - began
                 if best is None or wall < best[0]:
                     best = (wall, list(events), began)
@@ -101,13 +112,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fasta")
     parser.add_argument("--threads", default="1,2,4,8,16")
-    parser.add_argument("--block-mib", type=int, default=fasta_scan.BLOCK_BYTES >> 20)
+    parser.add_argument("--block-mib", type=float, default=None,
+                        help="bytes per block, MiB (default: the package's choice for the file and threads)")
     parser.add_argument("--gil", action="store_true", help="also: which steps of a block's scan hold the GIL")
     args = parser.parse_args()
-    block_bytes = args.block_mib << 20
+    block_bytes = None if args.block_mib is None else int(args.block_mib * (1 << 20))
     scaling(args.fasta, [int(t) for t in args.threads.split(",")], block_bytes)
     if args.gil:
-        gil(args.fasta, block_bytes)
+        gil(args.fasta, block_bytes or fasta_scan.BLOCK_BYTES)
 
 
 if __name__ == "__main__":
