@@ -33,26 +33,15 @@ def main() -> None:
     if os.path.exists(args.fasta + ".fai"):
         os.remove(args.fasta + ".fai")
 
+    from scan_threads import timed   # (benchmarks/, this script's folder, is on sys.path)
     from seqsift.io import fasta_scan, reference
 
     spans: list[tuple[str, float, float]] = []
-
-    def timed(owner, name: str, label: str) -> None:
-        function = getattr(owner, name)
-
-        def wrapper(*arguments, **keywords):
-            began = time.perf_counter()
-            result = function(*arguments, **keywords)
-            spans.append((label, began, time.perf_counter()))
-            return result
-
-        setattr(owner, name, wrapper)
-
     for owner, name, label in ((fasta_scan, "_scan_block", "block"), (fasta_scan, "_layout", "layout"),
                                (fasta_scan, "_names_of", "names"), (fasta_scan, "_join_lines", "join"),
                                (reference, "_check_records", "check"), (reference._SafeWriter, "finish", "finish"),
                                (reference, "_write_index", "index"), (fasta_scan.FastaLayout, "fai_bytes", "fai")):
-        timed(owner, name, label)
+        setattr(owner, name, timed(spans, label, getattr(owner, name)))
 
     began = time.perf_counter()
     reference.open_reference(args.fasta)

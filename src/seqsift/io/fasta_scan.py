@@ -109,7 +109,6 @@ class FastaLayout:
     header_lines: np.ndarray | None = None  # 1-based line number of each record's header
     headers: TextList | None = None  # each header line after '>', where any has more than the name
     name_hashes: np.ndarray | None = None  # TextList.hashes of the names, found by the scanning threads
-                                           # (each block's sorted: TextList.all_distinct merges the runs)
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format): :meth:`fai_bytes`, decoded."""
@@ -373,7 +372,7 @@ class _Lines:
     header_text: bytes        # the header lines without '>' and line ending, joined by '\n' (b"": none)
     names: tuple[TextList, TextList] | None  # first_words(header_text), found on the scanning thread (None:
                                              # no header, or left to names_and_headers' slow path)
-    name_hashes: np.ndarray | None  # names[0].hashes() sorted, likewise (None: no names, or too long to hash)
+    name_hashes: np.ndarray | None  # names[0].hashes(), likewise (None: no names, or too long to hash)
     sequence: np.ndarray | None  # the block's sequence bytes (no headers, no line endings)
     before_first_header: int  # sequence bytes that precede the block's first header (-1: no header)
     non_ascii: bool           # a byte >= 0x80 outside the header lines
@@ -429,9 +428,7 @@ def _scan_block(block: _Block) -> _Lines:
     else:
         header_text, sequence, before_first = _split_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
     names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
-    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check,
-    if name_hashes is not None:                                       # sorted here: merged fast after)
-        name_hashes.sort()
+    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check)
     non_ascii = bool(sequence.size and sequence.max() >= 0x80)
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
                   count=run_lines, header_text=header_text, names=names, name_hashes=name_hashes, sequence=sequence,
