@@ -109,7 +109,6 @@ class FastaLayout:
     header_lines: np.ndarray | None = None  # 1-based line number of each record's header
     headers: TextList | None = None  # each header line after '>', where any has more than the name
     name_hashes: np.ndarray | None = None  # TextList.hashes of the names, found by the scanning threads
-                                           # (each block's sorted: TextList.all_distinct merges the runs)
 
     def fai_text(self) -> str:
         """The ``.fai`` file's text (samtools' and pyfaidx's format): :meth:`fai_bytes`, decoded."""
@@ -130,7 +129,8 @@ class FastaLayout:
         def lines_of(first: int, stop: int) -> bytes:
             return table_bytes(names.part(first, stop), [column[first:stop] for column in columns])
 
-        return b"".join(_on_threads(lines_of, record_parts(len(names)), None, threads or worker_threads()))
+        threads = threads or worker_threads()
+        return b"".join(_on_threads(lines_of, record_parts(len(names), threads), None, threads))
 
 
 def table_bytes(names: Sequence[str], columns: list[np.ndarray]) -> bytes:
@@ -373,7 +373,7 @@ class _Lines:
     header_text: bytes        # the header lines without '>' and line ending, joined by '\n' (b"": none)
     names: tuple[TextList, TextList] | None  # first_words(header_text), found on the scanning thread (None:
                                              # no header, or left to names_and_headers' slow path)
-    name_hashes: np.ndarray | None  # names[0].hashes() sorted, likewise (None: no names, or too long to hash)
+    name_hashes: np.ndarray | None  # names[0].hashes(), likewise (None: no names, or too long to hash)
     sequence: np.ndarray | None  # the block's sequence bytes (no headers, no line endings)
     before_first_header: int  # sequence bytes that precede the block's first header (-1: no header)
     non_ascii: bool           # a byte >= 0x80 outside the header lines
@@ -429,9 +429,7 @@ def _scan_block(block: _Block) -> _Lines:
     else:
         header_text, sequence, before_first = _split_by_mask(data, is_newline, starts, ends, newline, carriage, heads)
     names = first_words(header_text) if len(heads) else None   # here, in parallel, not after the scan
-    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check,
-    if name_hashes is not None:                                       # sorted here: merged fast after)
-        name_hashes.sort()
+    name_hashes = names[0].hashes() if names is not None else None   # (for the duplicate check)
     non_ascii = bool(sequence.size and sequence.max() >= 0x80)
     return _Lines(length=length[runs], carriage=carriage[runs], newline=newline[runs], header=header[runs],
                   count=run_lines, header_text=header_text, names=names, name_hashes=name_hashes, sequence=sequence,
@@ -713,13 +711,18 @@ RECORDS_PER_PART = 1 << 17
 (:meth:`FastaLayout.fai_bytes`) are worked out in parts of this many records or a little more, on
 threads. NumPy releases the GIL for most of it, and a part's temporaries (a few MB) are reused from
 the heap, where one part of 10^6 records faults fresh pages in: on the 2-core machine the layout took
-0.22 s in one part, 0.14 s in two, 0.09 s in seven (2^17 records each; 2^15: 0.10 s, 2^18: 0.12 s)."""
+0.22 s in one part, 0.14 s in two, 0.09 s in seven (2^17 records each; 2^15: 0.10 s, 2^18: 0.12 s).
+More cores take smaller parts, one a thread (:func:`record_parts`)."""
+
+MIN_RECORDS_PER_PART = 1 << 14
+"""Parts of fewer records than this are not worth a thread of their own."""
 
 
-def record_parts(records: int) -> list[tuple[int, int]]:
-    """Consecutive (first, stop) ranges of about equal size covering ``range(records)``, each of at
-    least RECORDS_PER_PART records (one range, below twice that)."""
-    count = max(1, records // RECORDS_PER_PART)
+def record_parts(records: int, threads: int = 1) -> list[tuple[int, int]]:
+    """Consecutive (first, stop) ranges of about equal size covering ``range(records)``: one per
+    RECORDS_PER_PART records, or, where that leaves ``threads`` threads idle, one per thread, down to
+    MIN_RECORDS_PER_PART records a part (on the H100 host's 16 cores 10^6 records were 7 parts)."""
+    count = max(1, records // RECORDS_PER_PART, min(threads, records // MIN_RECORDS_PER_PART))
     bounds = np.linspace(0, records, count + 1).astype(np.int64).tolist()
     return list(zip(bounds[:-1], bounds[1:]))
 
@@ -778,7 +781,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
         empty.total_bytes = total_bytes
         return empty
 
-    record_ranges = record_parts(len(heads))
+    record_ranges = record_parts(len(heads), threads)
     first_runs = heads[[first for first, _ in record_ranges]]
     first_runs[0] = 0                                   # the first part also holds what precedes a header
     lines_per_part, bytes_per_part = np.add.reduceat(runs.count, first_runs), np.add.reduceat(runs.bytes, first_runs)

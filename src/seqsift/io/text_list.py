@@ -146,8 +146,7 @@ class TextList(Sequence):
         """Whether no string is there twice: what ``len(set(self)) == len(self)`` says, for a million
         record names in a tenth of the time, without a str or bytes object per string.
 
-        The strings' :meth:`hashes` (or ``hashes``, theirs found beforehand, in any order: sorted parts
-        one after another, as the scan finds them, are merged at a third of a plain sort's cost) are sorted:
+        The strings' :meth:`hashes` (or ``hashes``, theirs found beforehand, in parts) are sorted:
         distinct hashes mean distinct strings. Equal hashes (a string twice, or by chance) and strings
         longer than :data:`_HASHED_BYTES` are settled by the set of the strings' bytes, so the answer
         is always exact.
@@ -158,7 +157,7 @@ class TextList(Sequence):
         if hashes is None:
             hashes = self.hashes()
         if hashes is not None:
-            hashes = np.sort(hashes, kind="stable")   # (timsort: it merges runs already sorted)
+            hashes = np.sort(hashes)
             if not (hashes[1:] == hashes[:-1]).any():
                 return True
         return len(set(self.joined().split(b"\n"))) == count
