@@ -1,8 +1,9 @@
 """One pass over a FASTA file's bytes: its ``.fai`` index and its bases without line breaks.
 
 :func:`scan_fasta` reads the (uncompressed) bytes of a FASTA file once, in
-blocks of about ``BLOCK_BYTES`` that start at a line's start, on a thread
-pool (NumPy, ``os.preadv`` and the inflaters release the GIL, so blocks are
+blocks (of about ``BLOCK_BYTES`` at most; a plain or BGZF file in as many
+blocks as threads, or a multiple: :func:`block_bytes_for`) that start at a
+line's start, on a thread pool (NumPy, ``os.preadv`` and the inflaters release the GIL, so blocks are
 read and scanned on every core). A plain file and a BGZF file are read by
 the scanning threads themselves (:func:`blocks_of_source`: each reads or
 inflates its own stretch of the file, then extends it to the next newline);
