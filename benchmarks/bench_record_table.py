@@ -8,14 +8,16 @@ once; then, each in a fresh process (imports not timed):
 
 * ``read``: reading the file's bytes from the page cache (``os.readv`` into
   one buffer): what "disk speed" means on a warm machine;
-* ``disk read``: reading them past the page cache (``O_DIRECT``), from the disk itself;
+* ``disk read``: reading them past the page cache (``O_DIRECT``), from the disk itself (not
+  measured where the file system has no ``O_DIRECT``: tmpfs);
 * ``first open``: ``open_reference`` with no genome cache and no ``.fai``
   (one pass: the scan, the ``.fai`` beside the file, the genome cache);
 * ``second open``: ``open_reference`` again (the cache's record table read
   and verified);
 * ``pickled``: the bytes a Reference pickles to (what a Dask job sends its
   workers);
-* the opens' peak RSS (``ru_maxrss`` of their processes, imports included);
+* the opens' peak RSS (``VmHWM`` of their processes, imports included; not ``ru_maxrss``, which
+  Linux carries across ``exec`` from the parent that wrote the genome);
 * peers, which build the index only (no genome cache): ``samtools faidx``
   (where it is on PATH; its ``.fai`` is compared with seqsift's byte for
   byte) and ``pyfaidx.Fasta`` (where it is installed); ``--no-peers`` skips them.
@@ -52,7 +54,11 @@ elif what == "disk read":
     import mmap
     size = os.path.getsize(path)
     buffer = mmap.mmap(-1, (size + (1 << 20) - 1) & ~((1 << 20) - 1))   # page-aligned, as O_DIRECT wants
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError:   # a file system without O_DIRECT (tmpfs): no disk to read from
+        print("nan")
+        sys.exit(0)
     began = time.perf_counter()
     done = 0
     while done < size:
@@ -72,7 +78,11 @@ else:
     began = time.perf_counter()
     reference = open_reference(path)
     seconds = time.perf_counter() - began
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, this process's own peak: ru_maxrss would also hold the parent's RSS at the fork (Linux
+    # carries it across exec), the parent having just written the genome.
+    with open("/proc/self/status") as status:
+        peak_kb = [int(line.split()[1]) for line in status if line.startswith("VmHWM:")]
+    peak_mb = (peak_kb[0] if peak_kb else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
     print(peak_mb, seconds if what == "open" else len(pickle.dumps(reference)))
 """
 
@@ -94,13 +104,15 @@ def write_genome(path: Path, records: int, record_bp: int, seed: int = 27) -> No
             out.write(b"".join(block))
 
 
-def child(path: Path, what: str, cache: Path) -> tuple[float, float]:
-    """(peak RSS in MB or NaN, the child's one number) of one step in a fresh process."""
+def child(path: Path, what: str, cache: Path) -> tuple[float, float | None]:
+    """(peak RSS in MB or NaN, the child's one number or None where it could not measure) of one step
+    in a fresh process."""
     env = {**os.environ, "SEQSIFT_CACHE": str(cache)}
     done = subprocess.run([sys.executable, "-c", _CHILD, str(path), what], env=env, check=True,
                           capture_output=True, text=True)
     numbers = [float(word) for word in done.stdout.split()]
-    return (numbers[0] if len(numbers) == 2 else float("nan")), numbers[-1]
+    last = None if numbers[-1] != numbers[-1] else numbers[-1]   # NaN: not measured
+    return (numbers[0] if len(numbers) == 2 else float("nan")), last
 
 
 def samtools_faidx(path: Path, index: Path) -> float | None:
@@ -169,8 +181,9 @@ def main() -> int:
         size_mb = path.stat().st_size / 1e6
         rows.append((records, size_mb, times))
         peers = "".join(f", {peer} {times[peer]:.2f} s" for peer in PEERS if peer in times)
+        disk = f"{times['disk read']:.3f} s" if "disk read" in times else "not measured: no O_DIRECT here"
         print(f"{records:>9,} records ({size_mb:,.0f} MB): read {times['read']:.3f} s (from the disk "
-              f"{times['disk read']:.3f} s), first open "
+              f"{disk}), first open "
               f"{times['first open']:.2f} s (peak {times['first open peak MB']:,.0f} MB), second open "
               f"{times['second open']:.3f} s (peak {times['second open peak MB']:,.0f} MB), pickled "
               f"{times['pickled']:,.0f} bytes{peers}; .fai equals samtools': "
@@ -181,6 +194,8 @@ def main() -> int:
     for records, size_mb, times in rows:
         described = workload.format(n=records, bp=args.record_bp, mb=size_mb)
         for stage in ("read", "disk read", "first open", "second open"):
+            if stage not in times:
+                continue
             records_out.append({"algorithm": f"reference-{stage.replace(' ', '-')}", "workload": described,
                                 "quantity": "wall_s", "value": times[stage], "roof_fraction": None,
                                 "paper_value": None, "time_s": times[stage]})

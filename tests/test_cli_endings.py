@@ -35,7 +35,7 @@ WAIT_LIMIT_S = 120
 def _console_script() -> str:
     path = shutil.which("seqsift")
     if path is None:
-        pytest.skip("the seqsift console script is not installed (pip install -e .)")
+        pytest.skip("the seqsift console script is not installed (pip install .)")
     return path
 
 

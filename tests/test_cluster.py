@@ -143,7 +143,7 @@ def test_no_port_warning_when_another_cluster_holds_8787(tmp_path):
     must not make every run print Dask's four-line 'Port 8787 is already in use' warning."""
     console_script = shutil.which("seqsift")
     if console_script is None:
-        pytest.skip("the seqsift console script is not installed (pip install -e .)")
+        pytest.skip("the seqsift console script is not installed (pip install .)")
     reference = write_fasta(tmp_path / "ref.fa", [("chr1", "ACGTTGCAAGGCTAGCTAGGATCCATGCAAATTTGG" * 50)])
     with socket.socket() as holder:
         try:

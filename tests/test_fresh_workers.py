@@ -38,7 +38,7 @@ def _one_algorithm_per_cpu_kernel() -> list[str]:
 def _console_script() -> str:
     path = shutil.which("seqsift")
     if path is None:
-        pytest.skip("the seqsift console script is not installed (pip install -e .)")
+        pytest.skip("the seqsift console script is not installed (pip install .)")
     return path
 
 

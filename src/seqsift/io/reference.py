@@ -526,16 +526,15 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
     try:
         with reading(display), ExitStack() as stack:
             size = os.path.getsize(target)
-            if kind == _PLAIN:
-                source = stack.enter_context(fasta_scan.PlainFile(str(target)))
-                blocks = fasta_scan.blocks_of_source(source, fasta_scan.block_bytes_for(size, threads))
-                capacity = size
-            elif kind == _GZIP:
+            if kind == _GZIP:
                 blocks, capacity = fasta_scan.blocks_of_stream(decompress.gzip_chunks(str(target))), 4 * size
             else:
-                bgzf_blocks = decompress.bgzf_blocks(str(target))
-                source = stack.enter_context(decompress.BgzfFile(str(target), bgzf_blocks))
-                capacity = bgzf_blocks.total
+                if kind == _PLAIN:
+                    source = stack.enter_context(fasta_scan.PlainFile(str(target)))
+                else:
+                    bgzf_blocks = decompress.bgzf_blocks(str(target))
+                    source = stack.enter_context(decompress.BgzfFile(str(target), bgzf_blocks))
+                capacity = source.total
                 blocks = fasta_scan.blocks_of_source(source, fasta_scan.block_bytes_for(capacity, threads))
             if genome_file is not None:
                 writer = _SafeWriter(genome_file, fingerprint, display, capacity)
