@@ -773,12 +773,14 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     empty = FastaLayout(TextList.of(()), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     if not parts:
         return empty
+    # The names are joined on the pool while this thread joins the runs and the parts are laid out.
+    names_found = pool.submit(_names_of, parts, header_errors) if pool is not None else None
     runs = _join_lines(parts)
     total_bytes = int(runs.bytes.sum())
-    names, headers, name_hashes = _names_of(parts, header_errors)
-    described = headers != names
     heads = np.flatnonzero(runs.header)
     if not len(heads):
+        if names_found is not None:
+            names_found.result()   # (no header: no names, nothing to wait for but its end)
         empty.total_bytes = total_bytes
         return empty
 
@@ -801,6 +803,8 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     arguments = [(int(a), int(b), int(lines), int(byte), first, stop) for a, b, lines, byte, (first, stop)
                  in zip(first_runs, run_stops, lines_before, bytes_before, record_ranges)]
     bad = [found for found in _on_threads(lay_out, arguments, pool, threads) if found is not None]
+    names, headers, name_hashes = names_found.result() if names_found is not None else _names_of(parts, header_errors)
+    described = headers != names
     if bad and require_regular:
         line, record = min(bad)
         raise RaggedRecord(names[record], line + 1)
