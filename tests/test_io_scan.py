@@ -506,7 +506,7 @@ def test_names_found_by_each_block_equal_the_headers_split_line_by_line(tmp_path
 @pytest.mark.parametrize("repeat", [False, True])
 def test_names_hashed_by_the_blocks_find_a_name_repeated_in_another_block(tmp_path, repeat):
     """Each block hashes its own names (names of 1 to 20 bytes, so blocks differ in their widest);
-    the hashes joined (each block's sorted) are the whole list's, and a name repeated blocks apart is found."""
+    the hashes joined are the whole list's, and a name repeated blocks apart is found."""
     from seqsift.errors import InputError
     from seqsift.io.reference import _check_records
     from seqsift.io.text_list import TextList
@@ -520,7 +520,7 @@ def test_names_hashed_by_the_blocks_find_a_name_repeated_in_another_block(tmp_pa
     for block_bytes in (16, 61, 1000):
         layout, _ = scan(path, block_bytes)
         assert list(layout.names) == names
-        assert np.array_equal(np.sort(layout.name_hashes), np.sort(TextList.of(names).hashes()))
+        assert np.array_equal(layout.name_hashes, TextList.of(names).hashes())
         if repeat:
             with pytest.raises(InputError, match=f"'{names[4]}' is used twice"):
                 _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes)
@@ -541,3 +541,18 @@ def test_blocks_are_a_multiple_of_the_threads_within_the_bounds(total, threads):
         assert blocks == threads * rounds
     else:
         assert blocks <= threads
+
+
+@pytest.mark.parametrize("threads", [1, 2, 7, 16])
+@pytest.mark.parametrize("records", [0, 1, 5_000, 40_000, 300_000, 1_000_000, 3_000_000])
+def test_record_parts_tile_the_records_one_a_thread_where_they_are_many(records, threads):
+    """The parts tile the records in order; there are at least as many as threads where each can still
+    hold MIN_RECORDS_PER_PART records, and none is smaller than that unless there is one part."""
+    parts = fasta_scan.record_parts(records, threads)
+    assert [first for first, _ in parts] == [0] + [stop for _, stop in parts[:-1]]
+    assert parts[-1][1] == records
+    if records >= threads * fasta_scan.MIN_RECORDS_PER_PART:
+        assert len(parts) >= threads
+    if len(parts) > 1:
+        assert min(stop - first for first, stop in parts) >= fasta_scan.MIN_RECORDS_PER_PART
+    assert len(parts) >= records // fasta_scan.RECORDS_PER_PART

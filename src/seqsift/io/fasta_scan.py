@@ -130,7 +130,8 @@ class FastaLayout:
         def lines_of(first: int, stop: int) -> bytes:
             return table_bytes(names.part(first, stop), [column[first:stop] for column in columns])
 
-        return b"".join(_on_threads(lines_of, record_parts(len(names)), None, threads or worker_threads()))
+        threads = threads or worker_threads()
+        return b"".join(_on_threads(lines_of, record_parts(len(names), threads), None, threads))
 
 
 def table_bytes(names: Sequence[str], columns: list[np.ndarray]) -> bytes:
@@ -711,13 +712,18 @@ RECORDS_PER_PART = 1 << 17
 (:meth:`FastaLayout.fai_bytes`) are worked out in parts of this many records or a little more, on
 threads. NumPy releases the GIL for most of it, and a part's temporaries (a few MB) are reused from
 the heap, where one part of 10^6 records faults fresh pages in: on the 2-core machine the layout took
-0.22 s in one part, 0.14 s in two, 0.09 s in seven (2^17 records each; 2^15: 0.10 s, 2^18: 0.12 s)."""
+0.22 s in one part, 0.14 s in two, 0.09 s in seven (2^17 records each; 2^15: 0.10 s, 2^18: 0.12 s).
+More cores take smaller parts, one a thread (:func:`record_parts`)."""
+
+MIN_RECORDS_PER_PART = 1 << 14
+"""Parts of fewer records than this are not worth a thread of their own."""
 
 
-def record_parts(records: int) -> list[tuple[int, int]]:
-    """Consecutive (first, stop) ranges of about equal size covering ``range(records)``, each of at
-    least RECORDS_PER_PART records (one range, below twice that)."""
-    count = max(1, records // RECORDS_PER_PART)
+def record_parts(records: int, threads: int = 1) -> list[tuple[int, int]]:
+    """Consecutive (first, stop) ranges of about equal size covering ``range(records)``: one per
+    RECORDS_PER_PART records, or, where that leaves ``threads`` threads idle, one per thread, down to
+    MIN_RECORDS_PER_PART records a part (on the H100 host's 16 cores 10^6 records were 7 parts)."""
+    count = max(1, records // RECORDS_PER_PART, min(threads, records // MIN_RECORDS_PER_PART))
     bounds = np.linspace(0, records, count + 1).astype(np.int64).tolist()
     return list(zip(bounds[:-1], bounds[1:]))
 
@@ -767,16 +773,18 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     empty = FastaLayout(TextList.of(()), *(np.zeros(0, np.int64) for _ in range(4)), total_bytes=0)
     if not parts:
         return empty
+    # The names are joined on the pool while this thread joins the runs and the parts are laid out.
+    names_found = pool.submit(_names_of, parts, header_errors) if pool is not None else None
     runs = _join_lines(parts)
     total_bytes = int(runs.bytes.sum())
-    names, headers, name_hashes = _names_of(parts, header_errors)
-    described = headers != names
     heads = np.flatnonzero(runs.header)
     if not len(heads):
+        if names_found is not None:
+            names_found.result()   # (no header: no names, nothing to wait for but its end)
         empty.total_bytes = total_bytes
         return empty
 
-    record_ranges = record_parts(len(heads))
+    record_ranges = record_parts(len(heads), threads)
     first_runs = heads[[first for first, _ in record_ranges]]
     first_runs[0] = 0                                   # the first part also holds what precedes a header
     lines_per_part, bytes_per_part = np.add.reduceat(runs.count, first_runs), np.add.reduceat(runs.bytes, first_runs)
@@ -795,6 +803,8 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     arguments = [(int(a), int(b), int(lines), int(byte), first, stop) for a, b, lines, byte, (first, stop)
                  in zip(first_runs, run_stops, lines_before, bytes_before, record_ranges)]
     bad = [found for found in _on_threads(lay_out, arguments, pool, threads) if found is not None]
+    names, headers, name_hashes = names_found.result() if names_found is not None else _names_of(parts, header_errors)
+    described = headers != names
     if bad and require_regular:
         line, record = min(bad)
         raise RaggedRecord(names[record], line + 1)
