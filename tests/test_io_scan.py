@@ -18,17 +18,23 @@ import numpy as np
 import pyfaidx
 import pytest
 
-from seqsift.io import fasta_scan
+from seqsift.io import fasta_scan, native
 from seqsift.io.reference import open_reference
 
 BLOCK_SIZES = [16, 61, 1000, fasta_scan.BLOCK_BYTES]
 
 
-@pytest.fixture(autouse=True, params=["by-runs", "by-mask"])
+@pytest.fixture(autouse=True, params=["compiled", "numpy-by-runs", "numpy-by-mask"])
 def sequence_path(request, monkeypatch):
-    """Every test here twice: a block's bases copied run by run of equal lines, and through a mask of
-    the bytes to keep (the scanner picks by the number of runs; both must give the same bytes)."""
-    monkeypatch.setattr(fasta_scan, "_FEW_RUNS", 10 ** 9 if request.param == "by-runs" else -1)
+    """Every test here three times: each block scanned by fasta_scan.c (seqsift.io.native), and by the
+    NumPy scan that runs where no C compiler is found, its bases copied run by run of equal lines or
+    through a mask of the bytes to keep (it picks by the number of runs); all must give the same."""
+    if request.param == "compiled":
+        if native.library() is None:
+            pytest.skip("fasta_scan.c could not be compiled here (no C compiler?): the NumPy scan is tested")
+    else:
+        monkeypatch.setattr(native, "library", lambda: None)
+        monkeypatch.setattr(fasta_scan, "_FEW_RUNS", 10 ** 9 if request.param == "numpy-by-runs" else -1)
 
 
 @pytest.fixture(params=["whole", "parts"])
@@ -556,3 +562,4 @@ def test_record_parts_tile_the_records_one_a_thread_where_they_are_many(records,
     if len(parts) > 1:
         assert min(stop - first for first, stop in parts) >= fasta_scan.MIN_RECORDS_PER_PART
     assert len(parts) >= records // fasta_scan.RECORDS_PER_PART
+

@@ -9,11 +9,14 @@ the scanning threads themselves (:func:`blocks_of_source`: each reads or
 inflates its own stretch of the file, then extends it to the next newline);
 a gzip stream, which only one thread can inflate, is cut into blocks as it
 comes (:func:`blocks_of_stream`). There is no Python loop per line or per
-record: each block's newlines are found with one vectorized comparison, and
-the lines become runs of identical lines (length, carriage return, '>'
-flag). When every block is in, the records' ``.fai`` columns (samtools'
+record: each block is scanned in one pass of compiled code (``fasta_scan.c``,
+built on first use and called without the GIL: :mod:`seqsift.io.native`), or,
+where no C compiler is found, with vectorized NumPy calls that give the same
+results. Its lines become runs of identical lines (length, carriage return,
+'>' flag). When every block is in, the records' ``.fai`` columns (samtools'
 format, as pyfaidx writes it: name, length, offset, bases per line, bytes
-per line) come from those runs, again vectorized. The sequence bytes
+per line) come from those runs, in parts on threads, and so does the
+``.fai``'s text. The sequence bytes
 themselves (header lines and line endings dropped, case kept) go to a
 ``sink`` in order, or are written by the scanning threads straight to a
 ``destination``: the genome cache (:mod:`seqsift.io.genome_cache`) is
@@ -31,6 +34,7 @@ rewrites it with even lines (reference.py) and scans the copy.
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import functools
 import os
@@ -42,8 +46,9 @@ from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
+from . import native
 from .genome_cache import ReadOnlyFile, read_file_into
-from .text_list import TextList
+from .text_list import _HASHED_BYTES, TextList
 
 __all__ = ["scan_fasta", "FastaLayout", "Destination", "RaggedRecord", "HeaderProblem", "BlockSource",
            "PlainFile", "blocks_of_source", "blocks_of_stream", "BLOCK_BYTES", "worker_threads", "joined_lines",
@@ -119,16 +124,26 @@ class FastaLayout:
         """The ``.fai`` file's bytes, as written: ``name<TAB>length<TAB>offset<TAB>line bases<TAB>line bytes``
         per record.
 
-        Written by NumPy (:func:`table_bytes`), not joined from a Python string per field: for 10^6
-        records 0.1 s instead of 0.5 s; many records in parts, on up to ``threads`` threads
+        Written by fasta_scan.c's ``format_fai`` (through :mod:`seqsift.io.native`), or where that cannot
+        be built by NumPy (:func:`table_bytes`), not joined from a Python string per field (for 10^6
+        records 0.1 s instead of 0.5 s); many records in parts, on up to ``threads`` threads
         (:func:`record_parts`)."""
         if not self.names:
             return b""
         names = TextList.of(self.names)
-        columns = [self.lengths, self.offsets, self.line_bases, self.line_bytes]
+        columns = [np.ascontiguousarray(column, dtype=np.int64) for column in
+                   (self.lengths, self.offsets, self.line_bases, self.line_bytes)]
+        name_ends = np.ascontiguousarray(names.ends)
+        functions = native.library()
 
-        def lines_of(first: int, stop: int) -> bytes:
-            return table_bytes(names.part(first, stop), [column[first:stop] for column in columns])
+        def lines_of(first: int, stop: int) -> bytes | memoryview:
+            if functions is None:
+                return table_bytes(names.part(first, stop), [column[first:stop] for column in columns])
+            name_bytes = int(names.ends[stop - 1]) + 1 - (int(names.ends[first - 1]) + 1 if first else 0)
+            out = np.empty(name_bytes + 81 * (stop - first), np.uint8)   # (4 tabs, 4 x 19 digits, a newline)
+            written = functions.format_fai(names.text, name_ends.ctypes.data, first, stop,
+                                           *(column.ctypes.data for column in columns), out.ctypes.data)
+            return memoryview(out)[:written]
 
         threads = threads or worker_threads()
         return b"".join(_on_threads(lines_of, record_parts(len(names), threads), None, threads))
@@ -394,6 +409,43 @@ def _scratch_mask(size: int) -> np.ndarray:
 
 
 def _scan_block(block: _Block) -> _Lines:
+    """The block's lines as runs, its header text, names and bases: in one compiled pass
+    (fasta_scan.c, through :mod:`seqsift.io.native`), or where that cannot be built, through NumPy."""
+    functions = native.library()
+    if functions is None:
+        return _scan_block_numpy(block)
+    return _scan_block_compiled(block, functions)
+
+
+def _scan_block_compiled(block: _Block, functions) -> _Lines:
+    data = block.data
+    size = len(data)
+    lines = functions.count_newlines(data.ctypes.data, size) + 1   # (the block's lines, at most)
+    length, count = np.empty(lines, np.int64), np.empty(lines, np.int64)
+    carriage, newline, header = np.empty(lines, bool), np.empty(lines, bool), np.empty(lines, bool)
+    header_ends, name_ends, name_hashes = np.empty(lines, np.int64), np.empty(lines, np.int64), np.empty(lines, np.uint64)
+    header_text, name_text, sequence = np.empty(size, np.uint8), np.empty(size, np.uint8), np.empty(size, np.uint8)
+    counts = native.BlockCounts()
+    runs = functions.scan_block(data.ctypes.data, size, int(block.continues_line), _HASHED_BYTES,
+                                *(array.ctypes.data for array in (length, carriage, newline, header, count, header_text,
+                                                                  header_ends, name_text, name_ends, name_hashes,
+                                                                  sequence)), ctypes.byref(counts))
+    headers = counts.headers
+    header_lines = header_text[:counts.header_bytes].tobytes()   # each followed by '\n'
+    names = hashes = None
+    if headers and not counts.names_unknown:   # (else _names_of decodes the header text, as first_words says)
+        header_list = TextList(header_lines, header_ends[:headers])
+        name_list = TextList(name_text[:counts.name_bytes].tobytes(), name_ends[:headers]) if counts.described \
+            else header_list
+        names = (name_list, header_list)
+        hashes = None if counts.name_too_long else name_hashes[:headers]
+    return _Lines(length=length[:runs], carriage=carriage[:runs], newline=newline[:runs], header=header[:runs],
+                  count=count[:runs], header_text=header_lines[:-1], names=names, name_hashes=hashes,
+                  sequence=sequence[:counts.sequence_bytes], before_first_header=counts.before_first_header,
+                  non_ascii=bool(counts.sequence_non_ascii), continues_line=block.continues_line)
+
+
+def _scan_block_numpy(block: _Block) -> _Lines:
     data = block.data
     size = len(data)
     is_newline = np.equal(data, _NEWLINE, out=_scratch_mask(size))
@@ -793,8 +845,17 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     run_stops = np.append(first_runs[1:], len(runs.length))
     columns = {column: np.empty(len(heads), np.int64) for column in _PartLayout._fields[:-1]}
 
+    functions = native.library()
+
     def lay_out(first_run: int, stop_run: int, lines: int, byte: int, first_record: int, stop_record: int):
         """The part's columns, written into ``columns`` (by its own thread); its first bad line."""
+        if functions is not None:   # fasta_scan.c's loop over the runs, writing the columns itself
+            first_bad = np.full(2, -1, np.int64)
+            run_columns = (runs.length, runs.carriage, runs.newline, runs.header, runs.count)   # (contiguous)
+            functions.lay_out_records(*(column.ctypes.data for column in run_columns), first_run, stop_run, lines, byte,
+                                      *(values[first_record:].ctypes.data for values in columns.values()),
+                                      first_bad.ctypes.data)
+            return None if first_bad[0] < 0 else (int(first_bad[0]), first_record + int(first_bad[1]))
         part = _records_of_runs(runs, first_run, stop_run, lines, byte)
         for column, values in columns.items():
             values[first_record:stop_record] = getattr(part, column)
