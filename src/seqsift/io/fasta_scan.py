@@ -418,7 +418,7 @@ def _scan_block(block: _Block) -> _Lines:
 
 
 def _scan_block_compiled(block: _Block, functions) -> _Lines:
-    data = block.data
+    data = np.ascontiguousarray(block.data, dtype=np.uint8)   # (a block's bytes are: no copy)
     size = len(data)
     lines = functions.count_newlines(data.ctypes.data, size) + 1   # (the block's lines, at most)
     length, count = np.empty(lines, np.int64), np.empty(lines, np.int64)
@@ -875,7 +875,8 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
 
 def _records_of_runs(runs: _Runs, first_run: int, stop_run: int, lines_before: int, bytes_before: int) -> _PartLayout:
     """The .fai columns of the records whose headers are among runs [first_run, stop_run) (which end
-    where a record does)."""
+    where a record does), vectorized: fasta_scan.c's ``lay_out_records`` loops over the runs instead where
+    it could be built (tests/test_io_native.py compares the two)."""
     length, carriage, newline, header, count, run_bytes = (
         column[first_run:stop_run] for column in (runs.length, runs.carriage, runs.newline, runs.header, runs.count,
                                                   runs.bytes))
