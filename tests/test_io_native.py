@@ -154,3 +154,22 @@ def test_compiled_layout_of_records_is_the_numpy_layouts(seed):
         for name, got in zip(fasta_scan._PartLayout._fields, columns):
             assert np.array_equal(got, getattr(expected, name)), (name, k, text)
         assert (None if first_bad[0] < 0 else tuple(first_bad.tolist())) == expected.first_bad, (k, text)
+
+
+def test_a_library_that_others_may_write_or_a_link_is_not_loaded(fresh_native):
+    """The library file itself is checked where it is opened: group-writable, or a link in its
+    place (to a library that would load), and the NumPy scan reads instead."""
+    if native.library() is None:
+        pytest.skip("fasta_scan.c could not be compiled here (no C compiler?)")
+    built = next(fresh_native.iterdir())
+    built.chmod(0o775)
+    native._loaded.clear()
+    assert native.library() is None
+    built.chmod(0o755)
+    native._loaded.clear()
+    assert native.library() is not None
+    moved = built.with_name("elsewhere.so")
+    built.rename(moved)
+    built.symlink_to(moved)
+    native._loaded.clear()
+    assert native.library() is None

@@ -64,8 +64,10 @@ def _load() -> ctypes.CDLL | None:
         built = _built()
         if built is None:
             return None
-        functions = ctypes.CDLL(str(built))
+        functions = _load_private(built)
     except (OSError, subprocess.SubprocessError, InputError):   # (InputError: no cache directory)
+        return None
+    if functions is None:
         return None
     pointer, size = ctypes.c_void_p, ctypes.c_int64
     functions.count_newlines.argtypes = [pointer, size]
@@ -80,7 +82,8 @@ def _load() -> ctypes.CDLL | None:
 
 
 def _built() -> Path | None:
-    """The compiled library's path (compiled now where missing); None where its folder is not private."""
+    """The compiled library's path (compiled now where missing); None where its folder is not private
+    (a folder that others may write could hold their code under the library's name)."""
     compiler = shlex.split(os.environ.get("CC") or "cc")
     source = SOURCE.read_bytes()
     version = hashlib.sha256(source + repr((compiler, _FLAGS, os.uname().sysname, os.uname().machine)).encode())
@@ -96,11 +99,28 @@ def _built() -> Path | None:
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             partial.chmod(0o755)         # (whatever the umask: group-writable would fail _private)
             os.replace(partial, built)   # whole or not at all, beside another process doing the same
-    return built if _private(built) else None
+    return built
+
+
+def _load_private(built: Path) -> ctypes.CDLL | None:
+    """The library at ``built``, loaded from the very file checked to be this user's and writable by no
+    one else (opened once, without following a link, and loaded through ``/proc/self/fd`` where Linux
+    has it: a file swapped in between the check and the load is never run)."""
+    descriptor = os.open(built, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if not _private_info(os.fstat(descriptor)):
+            return None
+        by_descriptor = f"/proc/self/fd/{descriptor}"
+        return ctypes.CDLL(by_descriptor if os.path.exists(by_descriptor) else str(built))
+    finally:
+        os.close(descriptor)
 
 
 def _private(path: Path) -> bool:
-    """Whether ``path`` is this user's and no one else may write it."""
-    info = path.lstat()
+    """Whether ``path`` (not followed, if a link) is this user's and no one else may write it."""
+    return _private_info(path.lstat())
+
+
+def _private_info(info: os.stat_result) -> bool:
     return (info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
             and not stat.S_ISLNK(info.st_mode))
