@@ -3,12 +3,14 @@
 Why compiled: the NumPy scan of a block (fasta_scan._scan_block_numpy) makes some 30 passes over its
 bytes, and its threads take turns at the GIL between and inside NumPy's calls. On the H100 host's 16
 Xeon cores the blocks of 10^6 records of 100 bp (142 MB) took 0.25-0.57 s on 16 threads, no faster than
-on 8; one pass in C, which ctypes runs without the GIL, took 0.02-0.03 s (benchmarks/README.md,
-session 42). Numba would do the same pass, but its import alone took 0.66 s there, on a path (the GPU's)
-that imports nothing of Numba's otherwise; loading this library takes a fraction of a millisecond.
+on 8; a one-pass prototype (Numba, names not included) took 0.06-0.10 s. On the 2-core machine the first
+open of that file went from 0.83-1.48 s to 0.35-0.40 s with this file's scan, layout and ``.fai`` text
+(benchmarks/README.md, session 42). Numba could make the same one pass, but its import alone took 0.66 s on
+the H100 host, on a path (the GPU's) that imports nothing of Numba's otherwise; loading this library takes
+a fraction of a millisecond, and ctypes releases the GIL for each call.
 
 Why built here, not at install: ``pip install .`` stays free of a C compiler. The first call compiles
-fasta_scan.c with the C compiler (``$CC``, else ``cc``; about 0.15 s, once per machine and version of
+fasta_scan.c with the C compiler (``$CC``, else ``cc``; 0.1-0.2 s, once per machine and version of
 the file) into ``native/`` in seqsift's cache directory, a folder only this user may write (the library
 is code this process runs). Where that fails (no compiler, a cache folder others may write, a file
 system that cannot map code), or ``SEQSIFT_NATIVE=0``, :func:`library` is None and the NumPy scan runs:
