@@ -397,9 +397,12 @@ def test_cache_list_and_clear_show_and_remove_cached_references(job, tmp_path, m
     listed = seqsift_with_cache("cache", "--list")
     assert listed.returncode == 0 and "copy." in listed.stdout and "in all (1 cached reference version" in \
         listed.stdout
+    compiled = any((cache / "native").glob("*.so"))   # the FASTA scanner, where a C compiler built it
+    assert compiled == ("compiled FASTA scanner  native/" in listed.stdout), listed.stdout
     cleared = seqsift_with_cache("cache", "--clear")
     assert cleared.returncode == 0 and "removed" in cleared.stdout
     assert not (cache / "reference").exists()
+    assert compiled == any((cache / "native").glob("*.so"))   # kept: not a reference
     assert "in all (0 cached reference versions" in seqsift_with_cache("cache", "--list").stdout
 
 

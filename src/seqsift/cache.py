@@ -1,7 +1,8 @@
 """seqsift's cache directory: ``$SEQSIFT_CACHE``, else ``$XDG_CACHE_HOME/seqsift``, else ``~/.cache/seqsift``.
 
 It holds the references' genome caches, decompressed or normalised copies and
-indexes (``reference/``, see io/reference.py) and the algorithm tables
+indexes (``reference/``, see io/reference.py), the FASTA scanner compiled on
+this machine (``native/``, io/native.py) and the algorithm tables
 ``seqsift bench`` measures on this machine (kernels/planner.py). On a cluster
 it must be on a filesystem the workers share. ``seqsift cache --list`` shows
 what it holds and ``seqsift cache --clear`` removes the cached references
@@ -36,6 +37,9 @@ def cache_directory(create: bool = True) -> Path:
 
 REFERENCE_FOLDER = "reference"
 """The cache's folder of references' genome caches, indexes and decompressed or normalised copies."""
+
+NATIVE_FOLDER = "native"
+"""The cache's folder of the FASTA scanner compiled on this machine (io/native.py), this user's alone."""
 
 _ENTRY_NAME = re.compile(r"(.*\.[0-9a-f]{12}\.[0-9a-f]{8})(\..*)?$")
 """A file of one reference version in REFERENCE_FOLDER: ``<stem>.<path hash>.<state hash><suffix>``
@@ -78,7 +82,12 @@ def list_cache(out) -> int:
     table_sizes = [table.stat().st_size for table in tables]
     for table, size in zip(tables, table_sizes):
         print(f"  {_human(size):>9}  measured table  {table.name}", file=out)
-    total = sum(size for _, size, _ in references) + sum(table_sizes)
+    # io/native.py's builds of the FASTA scanner (fasta_scan.c), one per version of the file
+    scanners = sorted((directory / NATIVE_FOLDER).glob("*.so")) if (directory / NATIVE_FOLDER).is_dir() else []
+    scanner_sizes = [scanner.stat().st_size for scanner in scanners]
+    for scanner, size in zip(scanners, scanner_sizes):
+        print(f"  {_human(size):>9}  compiled FASTA scanner  {NATIVE_FOLDER}/{scanner.name}", file=out)
+    total = sum(size for _, size, _ in references) + sum(table_sizes) + sum(scanner_sizes)
     print(f"  {_human(total):>9}  in all ({len(references)} cached reference version"
           f"{'s' if len(references) != 1 else ''}; seqsift cache --clear removes them)", file=out)
     return 0

@@ -28,7 +28,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..cache import cache_directory
+from ..cache import NATIVE_FOLDER, cache_directory
 from ..errors import InputError
 
 __all__ = ["library", "BlockCounts"]
@@ -89,7 +89,7 @@ def _built() -> Path | None:
     compiler = shlex.split(os.environ.get("CC") or "cc")
     source = SOURCE.read_bytes()
     version = hashlib.sha256(source + repr((compiler, _FLAGS, os.uname().sysname, os.uname().machine)).encode())
-    folder = cache_directory() / "native"
+    folder = cache_directory() / NATIVE_FOLDER
     folder.mkdir(mode=0o700, exist_ok=True)
     if not _private(folder):
         return None
