@@ -134,7 +134,8 @@ def decode_table(raw: bytes) -> dict:
         table[column] = np.frombuffer(raw, dtype="<i8", count=records, offset=place).astype(np.int64)
         place += 8 * records
     for key, size in (("names", names_bytes), ("headers", headers_bytes)):
-        lines = TextList.of_lines(raw[place:place + size] + b"\n") if size else TextList.of(())
+        # (one copy of the text, its newline appended: a slice and then + b"\n" copied 53 MB twice for 10^6 records)
+        lines = TextList.of_lines(b"".join((memoryview(raw)[place:place + size], b"\n"))) if size else TextList.of(())
         if size and len(lines) != records:
             raise ValueError(f"the record table holds {len(lines)} {key} for {records} records")
         table[key] = lines
