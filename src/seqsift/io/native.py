@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shlex
 import stat
 import subprocess
@@ -60,7 +61,7 @@ def library() -> ctypes.CDLL | None:
 
 
 def _load() -> ctypes.CDLL | None:
-    if os.environ.get("SEQSIFT_NATIVE", "1") == "0":
+    if os.environ.get("SEQSIFT_NATIVE", "1") == "0" or os.name != "posix":   # (the checks below are POSIX's)
         return None
     try:
         built = _built()
@@ -88,12 +89,12 @@ def _built() -> Path | None:
     (a folder that others may write could hold their code under the library's name)."""
     compiler = shlex.split(os.environ.get("CC") or "cc")
     source = SOURCE.read_bytes()
-    version = hashlib.sha256(source + repr((compiler, _FLAGS, os.uname().sysname, os.uname().machine)).encode())
+    version = hashlib.sha256(source + repr((compiler, _FLAGS, platform.system(), platform.machine())).encode())
     folder = cache_directory() / NATIVE_FOLDER
     folder.mkdir(mode=0o700, exist_ok=True)
     if not _private(folder):
         return None
-    built = folder / f"fasta_scan-{os.uname().machine}-{version.hexdigest()[:16]}.so"
+    built = folder / f"fasta_scan-{platform.machine()}-{version.hexdigest()[:16]}.so"
     if not built.exists():
         with tempfile.TemporaryDirectory(dir=folder) as work:
             partial = Path(work) / built.name
