@@ -173,3 +173,15 @@ def test_a_library_that_others_may_write_or_a_link_is_not_loaded(fresh_native):
     built.symlink_to(moved)
     native._loaded.clear()
     assert native.library() is None
+
+
+def test_fasta_scan_c_compiles_without_a_warning(tmp_path):
+    """The C source stays clean under the compiler's common warnings (``-Wall -Wextra``, as errors)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc) here")
+    done = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o",
+                           str(tmp_path / "scan.so"), str(native.SOURCE)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -1,9 +1,13 @@
-/* One block of a FASTA file in one pass: what fasta_scan.py's NumPy scan of a block finds, compiled.
+/* The FASTA scan's loops, compiled: what fasta_scan.py otherwise does with NumPy, in one pass each.
+ *
+ *   scan_block       one block's lines as runs, its header text, names (hashed) and bases (_scan_block);
+ *   lay_out_records  the .fai columns of a part of the records, from the file's runs (_records_of_runs);
+ *   format_fai       the .fai text of a part of the records (FastaLayout.fai_bytes).
  *
  * io/native.py compiles this file on first use (cc -O2 -shared, into seqsift's cache directory) and
  * calls it through ctypes, which releases the GIL, so every scanning thread runs it at once. Where no
- * C compiler is found, fasta_scan.py's NumPy scan does the same work; tests/test_io_scan.py checks
- * that the two give the same bytes and arrays.
+ * C compiler is found, fasta_scan.py's NumPy code does the same work; tests/test_io_scan.py runs the
+ * reader both ways and tests/test_io_native.py compares the two field by field.
  *
  * A block starts at a line's start (or, continues_line, inside a line begun in the previous block).
  * Its lines become runs of identical consecutive lines (fasta_scan._Lines): each line's length (its
