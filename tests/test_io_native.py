@@ -100,7 +100,7 @@ def test_a_cache_folder_others_may_write_gets_no_library_loaded_from_it(fresh_na
     assert list(fresh_native.iterdir()) == []
 
 
-@pytest.mark.parametrize("compiler", ["false", "/nonexistent/cc"])
+@pytest.mark.parametrize("compiler", ["false", "/nonexistent/cc", "cc 'unclosed"])
 def test_without_a_working_compiler_the_numpy_scan_reads(fresh_native, monkeypatch, tmp_path, compiler):
     monkeypatch.setenv("CC", compiler)
     assert native.library() is None

@@ -65,11 +65,9 @@ def _load() -> ctypes.CDLL | None:
         return None
     try:
         built = _built()
-        if built is None:
-            return None
-        functions = _load_private(built)
-    except (OSError, subprocess.SubprocessError, InputError):   # (InputError: no cache directory)
-        return None
+        functions = _load_private(built) if built is not None else None
+    except (OSError, subprocess.SubprocessError, InputError, ValueError):   # (InputError: no cache directory;
+        return None                                                        # ValueError: $CC unparsable)
     if functions is None:
         return None
     pointer, size = ctypes.c_void_p, ctypes.c_int64
