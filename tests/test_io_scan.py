@@ -531,9 +531,9 @@ def test_names_hashed_by_the_blocks_find_a_name_repeated_in_another_block(tmp_pa
         for distinct in (None, layout.names_distinct):   # the check's own sort, or the scan's answer
             if repeat:
                 with pytest.raises(InputError, match=f"'{names[4]}' is used twice"):
-                    _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes, distinct)
+                    _check_records(layout.names, layout.lengths, "names.fa", distinct)
             else:
-                _check_records(layout.names, layout.lengths, "names.fa", layout.name_hashes, distinct)
+                _check_records(layout.names, layout.lengths, "names.fa", distinct)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 16, 64])

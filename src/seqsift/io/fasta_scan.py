@@ -140,7 +140,7 @@ class FastaLayout:
         def lines_of(first: int, stop: int) -> bytes | memoryview:
             if functions is None:
                 return table_bytes(names.part(first, stop), [column[first:stop] for column in columns])
-            name_bytes = int(names.ends[stop - 1]) + 1 - (int(names.ends[first - 1]) + 1 if first else 0)
+            name_bytes = int(name_ends[stop - 1]) + 1 - (int(name_ends[first - 1]) + 1 if first else 0)
             out = np.empty(name_bytes + 81 * (stop - first), np.uint8)   # (4 tabs, 4 x 19 digits, a newline)
             written = functions.format_fai(names.text, name_ends.ctypes.data, first, stop,
                                            *(column.ctypes.data for column in columns), out.ctypes.data)
@@ -602,7 +602,8 @@ class Destination(Protocol):
 
 def scan_fasta(blocks: Iterable[_Block | Callable[[], _Block]], sink: Callable[[np.ndarray], None] | None = None,
                threads: int | None = None, require_regular: bool = True, check_ascii: bool = True,
-               destination: Destination | None = None, header_errors: str = "strict") -> FastaLayout:
+               destination: Destination | None = None, header_errors: str = "strict",
+               find_duplicates: bool = True) -> FastaLayout:
     """Scan ``blocks`` (from blocks_of_stream, or functions that make a block on the scanning
     thread, from blocks_of_source) into a FastaLayout.
 
@@ -616,7 +617,8 @@ def scan_fasta(blocks: Iterable[_Block | Callable[[], _Block]], sink: Callable[[
     bases right) or HeaderProblem (a non-ASCII sequence byte only with
     ``check_ascii``); the caller checks what a .fai cannot say (no records,
     empty records, duplicates). ``header_errors``: how headers that are not
-    UTF-8 are decoded (``str.decode``'s errors; "strict" raises HeaderProblem).
+    UTF-8 are decoded (``str.decode``'s errors; "strict" raises HeaderProblem). ``find_duplicates``:
+    whether to tell if the names are distinct (``FastaLayout.names_distinct``, else None), beside the layout.
     """
     threads = threads or worker_threads()
     parts: list[_Lines] = []
@@ -628,7 +630,7 @@ def scan_fasta(blocks: Iterable[_Block | Callable[[], _Block]], sink: Callable[[
                 sink(lines.sequence)
             lines.sequence = None
             parts.append(lines)
-        return _layout(parts, require_regular, header_errors, pool, threads)
+        return _layout(parts, require_regular, header_errors, pool, threads, find_duplicates)
 
 
 def _in_order(pool: ThreadPoolExecutor, blocks: Iterable[_Block | Callable[[], _Block]], ahead: int,
@@ -773,12 +775,13 @@ def _names_of(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextLi
     return names, TextList.concatenate(part.names[1] for part in with_headers), hashes
 
 
-def _names_checked(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextList, np.ndarray | None, bool]:
-    """:func:`_names_of`, and whether the names are distinct (:meth:`TextList.all_distinct`: the blocks'
-    hashes sorted), on a thread of its own beside the layout (for 10^6 records the sort is 0.01-0.05 s
-    that the duplicate check no longer takes after it)."""
+def _names_checked(parts: list[_Lines], header_errors: str,
+                   find_duplicates: bool) -> tuple[TextList, TextList, np.ndarray | None, bool | None]:
+    """:func:`_names_of`, and (``find_duplicates``; else None) whether the names are distinct
+    (:meth:`TextList.all_distinct`: the blocks' hashes sorted), on a thread of its own beside the layout
+    (for 10^6 records the sort is 0.01-0.05 s that the duplicate check no longer takes after it)."""
     names, headers, hashes = _names_of(parts, header_errors)
-    return names, headers, hashes, names.all_distinct(hashes)
+    return names, headers, hashes, names.all_distinct(hashes) if find_duplicates else None
 
 
 RECORDS_PER_PART = 1 << 17
@@ -837,7 +840,7 @@ class _PartLayout(NamedTuple):
 
 
 def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: str = "strict",
-            pool: ThreadPoolExecutor | None = None, threads: int = 1) -> FastaLayout:
+            pool: ThreadPoolExecutor | None = None, threads: int = 1, find_duplicates: bool = True) -> FastaLayout:
     """The records' .fai columns from the runs of lines; RaggedRecord names the first bad line.
 
     Many records are laid out in parts (:func:`record_parts`) on ``pool``: part k's runs go from its
@@ -848,7 +851,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     if not parts:
         return empty
     # The names are joined on the pool while this thread joins the runs and the parts are laid out.
-    names_found = pool.submit(_names_checked, parts, header_errors) if pool is not None else None
+    names_found = pool.submit(_names_checked, parts, header_errors, find_duplicates) if pool is not None else None
     runs = _join_lines(parts)
     total_bytes = int(runs.bytes.sum())
     heads = np.flatnonzero(runs.header)
@@ -868,12 +871,12 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     columns = {column: np.empty(len(heads), np.int64) for column in _PartLayout._fields[:-1]}
 
     functions = native.library()
+    run_columns = (runs.length, runs.carriage, runs.newline, runs.header, runs.count)   # (contiguous: for the C)
 
     def lay_out(first_run: int, stop_run: int, lines: int, byte: int, first_record: int, stop_record: int):
         """The part's columns, written into ``columns`` (by its own thread); its first bad line."""
         if functions is not None:   # fasta_scan.c's loop over the runs, writing the columns itself
             first_bad = np.full(2, -1, np.int64)
-            run_columns = (runs.length, runs.carriage, runs.newline, runs.header, runs.count)   # (contiguous)
             functions.lay_out_records(*(column.ctypes.data for column in run_columns), first_run, stop_run, lines, byte,
                                       *(values[first_record:].ctypes.data for values in columns.values()),
                                       first_bad.ctypes.data)
@@ -887,7 +890,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
                  in zip(first_runs, run_stops, lines_before, bytes_before, record_ranges)]
     bad = [found for found in _on_threads(lay_out, arguments, pool, threads) if found is not None]
     names, headers, name_hashes, distinct = (names_found.result() if names_found is not None
-                                             else _names_checked(parts, header_errors))
+                                             else _names_checked(parts, header_errors, find_duplicates))
     described = headers != names
     if bad and require_regular:
         line, record = min(bad)

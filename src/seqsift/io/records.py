@@ -136,7 +136,8 @@ def _fasta(data: bytes, display: str) -> SequenceRecords:
     parts: list[np.ndarray] = []
     try:
         layout = fasta_scan.scan_fasta(fasta_scan.blocks_of_stream([data]), parts.append, threads=1,
-                                       require_regular=False, check_ascii=False, header_errors="backslashreplace")
+                                       require_regular=False, check_ascii=False, header_errors="backslashreplace",
+                                       find_duplicates=False)
     except fasta_scan.HeaderProblem:  # a header without a name: find its line for the message
         for number, line in enumerate(data.split(b"\n"), start=1):
             if line.startswith(b">"):

@@ -541,7 +541,7 @@ def _scan(target: Path, kind: str, display: str, cache: "_CacheEntry", genome_fi
             layout = fasta_scan.scan_fasta(blocks, threads=threads, destination=writer)
         if kind != _GZIP:
             fai_text = formatter.submit(layout.fai_bytes, threads)
-        _check_records(layout.names, layout.lengths, display, layout.name_hashes, layout.names_distinct)
+        _check_records(layout.names, layout.lengths, display, layout.names_distinct)
     except decompress.DecompressError as err:
         if writer:
             writer.abandon()
@@ -932,20 +932,18 @@ def _read_fai(fai: Path, display: str):
     return names, columns
 
 
-def _check_records(names: Sequence[str], lengths: np.ndarray, display: str,
-                   name_hashes: np.ndarray | None = None, distinct: bool | None = None) -> None:
+def _check_records(names: Sequence[str], lengths: np.ndarray, display: str, distinct: bool | None = None) -> None:
     """InputError unless there is a record and names are unique; a note for records without bases.
 
     Records without bases (a filtered contig's header left behind) hold no
     hit; they are kept, so that record numbers stay those of the file, and
     said once. Written for a million records: the names' hashes sorted
-    (:meth:`TextList.all_distinct`, no str decoded; ``name_hashes``: those the
-    scanning threads found; ``distinct``: the answer, where the scan found it), a loop only to name the
-    duplicate in the message.
+    (:meth:`TextList.all_distinct`, no str decoded; ``distinct``: its answer, where the scan found it
+    with the hashes its threads found), a loop only to name the duplicate in the message.
     """
     if not names:
         raise InputError(f"{display}: contains no FASTA records")
-    if not (distinct if distinct is not None else TextList.of(names).all_distinct(name_hashes)):
+    if not (distinct if distinct is not None else TextList.of(names).all_distinct()):
         first_seen: dict[str, int] = {}
         for i, name in enumerate(names):
             if name in first_seen:
