@@ -72,8 +72,8 @@ elif what == "disk read":
     os.close(fd)
 elif what == "native build":
     import shutil
-    from seqsift.cache import cache_directory
-    shutil.rmtree(cache_directory() / "native", ignore_errors=True)
+    from seqsift.cache import NATIVE_FOLDER, cache_directory
+    shutil.rmtree(cache_directory() / NATIVE_FOLDER, ignore_errors=True)
     from seqsift.io import native
     began = time.perf_counter()
     built = native.library() is not None
@@ -135,6 +135,8 @@ def samtools_faidx(path: Path, index: Path) -> float | None:
 
 
 def measure(path: Path, cache: Path, repeats: int, peers: bool) -> dict:
+    from seqsift.cache import REFERENCE_FOLDER   # (main put src/ on sys.path)
+
     index = Path(f"{path}.fai")
     peer_index = path.with_name(path.name + ".samtools.fai")
     times: dict[str, list] = {"read": [], "disk read": [], "first open": [], "second open": [],
@@ -145,7 +147,7 @@ def measure(path: Path, cache: Path, repeats: int, peers: bool) -> dict:
     for _ in range(repeats):
         times["read"].append(child(path, "read", cache)[1])
         times["disk read"].append(child(path, "disk read", cache)[1])
-        shutil.rmtree(cache / "reference", ignore_errors=True)   # (native/ kept: built once per machine)
+        shutil.rmtree(cache / REFERENCE_FOLDER, ignore_errors=True)   # (native/ kept: built once per machine)
         index.unlink(missing_ok=True)
         for stage in ("first open", "second open"):
             peak, seconds = child(path, "open", cache)

@@ -30,7 +30,8 @@ def main() -> None:
     parser.add_argument("cache", help="a genome cache folder of its own (deleted first)")
     args = parser.parse_args()
     os.environ["SEQSIFT_CACHE"] = args.cache
-    shutil.rmtree(os.path.join(args.cache, "reference"), ignore_errors=True)   # (native/ kept)
+    from seqsift.cache import REFERENCE_FOLDER, cache_directory
+    shutil.rmtree(cache_directory(create=False) / REFERENCE_FOLDER, ignore_errors=True)   # (native/ kept)
     if os.path.exists(args.fasta + ".fai"):
         os.remove(args.fasta + ".fai")
 
