@@ -341,3 +341,39 @@ def test_a_reference_without_genome_cache_pickles_whole(tmp_path, monkeypatch):
     copy = pickle.loads(pickle.dumps(uncached))
     assert copy.names == ref.names and copy.genome_path is None
     assert copy.read(0, 0, 30) == ref.read(0, 0, 30)
+
+
+@pytest.mark.parametrize("damage", [False, True], ids=["whole", "a-newline-in-a-name"])
+def test_a_table_that_decodes_wrong_under_a_valid_digest_is_refused(tmp_path, damage):
+    """GenomeCache.open checks and decodes the record table where the file is mapped, without a copy. A
+    table whose digest holds but whose names do not add up (a name's byte made a newline, the digest
+    made again: two lines for one record) is refused as a damaged cache is (None), whatever views of
+    the map the error left behind; the file undamaged opens."""
+    import mmap
+    import zlib
+
+    from seqsift.io import genome_cache
+
+    fingerprint, path = b"f" * 32, tmp_path / "g.genome"
+    writer = genome_cache.CacheWriter(path, fingerprint, capacity=8)
+    writer.write(0, np.frombuffer(b"ACGTACGT", np.uint8))
+    writer.finish({"names": ["one_two"], "kind": "plain", "lengths": [8], "offsets": [9], "line_bases": [8],
+                   "line_bytes": [9]})
+    if damage:
+        data = bytearray(path.read_bytes())
+        data[data.rindex(b"one_two") + 3] = ord("\n")
+        fields = bytes(data[:genome_cache._FIELDS.size])
+        payload_bytes = genome_cache._FIELDS.unpack(fields)[1]
+        table_crc = zlib.crc32(data[genome_cache.HEADER_BYTES + payload_bytes:])
+        with mmap.mmap(-1, len(data)) as copy:
+            copy.write(bytes(data))
+            sample = genome_cache._payload_sample(copy, payload_bytes)
+        digest = genome_cache._digest(fields, table_crc, sample)
+        data[genome_cache._FIELDS.size:genome_cache._FIELDS.size + len(digest)] = digest
+        path.write_bytes(bytes(data))
+    opened = genome_cache.GenomeCache.open(path, fingerprint)
+    if damage:
+        assert opened is None
+    else:
+        assert opened is not None and list(opened.table["names"]) == ["one_two"]
+        assert opened.table["lengths"].tolist() == [8] and opened.record_starts.tolist() == [4096]
