@@ -677,7 +677,8 @@ def _join_lines(parts: list[_Lines], pool: ThreadPoolExecutor | None = None, thr
     each side) becomes one line. Each block's runs are copied into the joined
     columns by a thread of ``pool`` (10^6 records are 2-3 million runs: the
     columns' 100 MB were 0.03 s of one thread on the H100 host)."""
-    run_stops = np.cumsum([len(part.length) for part in parts])
+    run_stops = np.cumsum([len(part.length) for part in parts], dtype=np.int64)
+    run_firsts = [int(stop) - len(part.length) for part, stop in zip(parts, run_stops)]
     total = int(run_stops[-1]) if len(parts) else 0
     runs = _Runs(*(np.empty(total, dtype) for dtype in (np.int64, bool, bool, bool, np.int64, np.int64)))
 
@@ -688,10 +689,9 @@ def _join_lines(parts: list[_Lines], pool: ThreadPoolExecutor | None = None, thr
             joined[first:stop] = own
         np.multiply(runs.length[first:stop], runs.count[first:stop], out=runs.bytes[first:stop])
 
-    _on_threads(copy_part, [(index, int(stop) - len(part.length), int(stop))
-                            for index, (part, stop) in enumerate(zip(parts, run_stops))], pool, threads)
-    continued = [int(stop) - len(part.length) for part, stop in zip(parts, run_stops)
-                 if part.continues_line and len(part.length)]
+    _on_threads(copy_part, [(index, first, int(stop)) for index, (first, stop)
+                            in enumerate(zip(run_firsts, run_stops))], pool, threads)
+    continued = [first for part, first in zip(parts, run_firsts) if part.continues_line and len(part.length)]
     if not continued:
         return runs
     goes_on = np.zeros(total, dtype=bool)
@@ -772,12 +772,11 @@ def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[TextList,
     return TextList.of(names), TextList.of(headers)
 
 
-def _names_of(parts: list[_Lines], header_errors: str,
-              join_headers: bool = True) -> tuple[TextList, TextList | None, np.ndarray | None]:
+def _names_of(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextList | None, np.ndarray | None]:
     """The records' names, header lines and names' hashes (or None): the blocks' own (ASCII headers,
     each with a name) joined, else :func:`names_and_headers` over all the header lines at once.
-    ``join_headers`` False: headers with descriptions found by the blocks are left to
-    :func:`_block_headers` (None here), which another thread joins meanwhile."""
+    Where the blocks found the names and a header has a description, the header lines are None here:
+    :func:`_block_headers` joins them (on another thread, beside these)."""
     with_headers = [part for part in parts if part.header.any()]
     if not with_headers or any(part.names is None for part in with_headers):
         return *names_and_headers([part.header_text for part in with_headers], header_errors), None
@@ -786,7 +785,7 @@ def _names_of(parts: list[_Lines], header_errors: str,
     hashes = np.concatenate(hashes) if all(h is not None for h in hashes) else None
     if all(part.names[0] is part.names[1] for part in with_headers):   # no header has a description
         return names, names, hashes
-    return names, _block_headers(parts) if join_headers else None, hashes
+    return names, None, hashes
 
 
 def _block_headers(parts: list[_Lines]) -> TextList | None:
@@ -799,12 +798,12 @@ def _block_headers(parts: list[_Lines]) -> TextList | None:
     return TextList.concatenate(part.names[1] for part in with_headers)
 
 
-def _names_checked(parts: list[_Lines], header_errors: str, find_duplicates: bool,
-                   join_headers: bool = True) -> tuple[TextList, TextList | None, np.ndarray | None, bool | None]:
+def _names_checked(parts: list[_Lines], header_errors: str,
+                   find_duplicates: bool) -> tuple[TextList, TextList | None, np.ndarray | None, bool | None]:
     """:func:`_names_of`, and (``find_duplicates``; else None) whether the names are distinct
     (:meth:`TextList.all_distinct`: the blocks' hashes sorted), on a thread of its own beside the layout
     (for 10^6 records the sort is 0.01-0.05 s that the duplicate check no longer takes after it)."""
-    names, headers, hashes = _names_of(parts, header_errors, join_headers)
+    names, headers, hashes = _names_of(parts, header_errors)
     return names, headers, hashes, names.all_distinct(hashes) if find_duplicates else None
 
 
@@ -878,7 +877,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     # and the parts are laid out.
     names_found = headers_found = None
     if pool is not None:
-        names_found = pool.submit(_names_checked, parts, header_errors, find_duplicates, False)
+        names_found = pool.submit(_names_checked, parts, header_errors, find_duplicates)
         headers_found = pool.submit(_block_headers, parts)
     runs = _join_lines(parts, pool, threads)
     total_bytes = int(runs.bytes.sum())
@@ -921,7 +920,7 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
     names, headers, name_hashes, distinct = (names_found.result() if names_found is not None
                                              else _names_checked(parts, header_errors, find_duplicates))
     if headers is None:
-        headers = headers_found.result()
+        headers = headers_found.result() if headers_found is not None else _block_headers(parts)
     described = headers != names
     if bad and require_regular:
         line, record = min(bad)
