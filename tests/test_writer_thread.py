@@ -100,3 +100,37 @@ def test_a_failed_write_ends_the_search_with_one_line_and_no_output(tmp_path, mo
     assert "Traceback" not in err
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".hits.parquet.") and p.name.endswith(".part")]
+
+
+def test_the_record_column_is_dictionary_encoded_in_parquet(tmp_path):
+    """Issue 27, goal 5: a reference of many records writes each hit's record name through a dictionary
+    page (one copy of each name), the integer columns plainly."""
+    import pyarrow.parquet as pq
+
+    rng = random.Random(11)
+    guide = "".join(rng.choice("ACGT") for _ in range(20))
+    planted = {}
+    records = []
+    for i in range(500):
+        seq = "".join(rng.choice("ACGT") for _ in range(200))
+        at = (7 * i) % 150
+        planted[f"contig_{i:04d}"] = at
+        records.append((f"contig_{i:04d}", seq[:at] + guide + seq[at + 20:]))
+    reference = write_fasta(tmp_path / "ref.fa", records)
+    patterns = tmp_path / "guides.txt"
+    patterns.write_text(guide + "\n")
+    out = tmp_path / "hits.parquet"
+    assert main(["search", reference, str(patterns), "-k", "0", "-o", str(out), "--backend", "cpu",
+                 "--no-progress"]) == 0
+
+    hits = pd.read_parquet(out)
+    forward = hits[hits.strand == "+"]
+    assert dict(zip(forward.record, forward.start)) == planted and len(forward) == len(planted)
+    metadata = pq.ParquetFile(out).metadata
+    names = metadata.schema.names
+    for group in range(metadata.num_row_groups):
+        record = metadata.row_group(group).column(names.index("record"))
+        assert record.has_dictionary_page
+        assert any("DICTIONARY" in encoding for encoding in record.encodings), record.encodings
+        start = metadata.row_group(group).column(names.index("start"))
+        assert not start.has_dictionary_page
