@@ -17,9 +17,10 @@ user runs it: the record's ``value``), of:
 * ``edit-312x23``: 312 x 23-nt patterns, edit k = 3, both strands, best +
   CIGAR, to Parquet;
 
-then on the hg38-shaped genome the same two jobs through ``seqsift serve``,
-the edit job on a fresh machine (empty Numba, CuPy and seqsift caches:
-``-fresh``), and Cas-OFFinder 2.4 (``--cas-offinder BINARY``, its ``G``
+(``--jobs all``: also the rest of goal 1's list, below); then on each genome
+the same jobs through ``seqsift serve`` (``-served``); then on the
+hg38-shaped genome the edit job on a fresh machine (empty Numba, CuPy and
+seqsift caches: ``-fresh``), and Cas-OFFinder 2.4 (``--cas-offinder BINARY``, its ``G``
 device) on the same guides, whose sites are checked to equal seqsift's.
 Records go to ``--out/real_references_<backend>.json`` in DESIGN.md's shape
 (quantity ``wall_s``, the stage seconds, ``kernel_calls``) with the names
@@ -111,8 +112,8 @@ def job_record(name: str, workload: str, result: dict, backend: str) -> dict:
             "startup_s": result.get("startup_s"), "first_kernel_s": result.get("first_kernel_s"), "backend": backend}
 
 
-def served(genome: Path, work: Path, env: dict, backend: str) -> dict[str, float]:
-    """Each job's second run through ``seqsift serve`` (the server started and warmed beforehand)."""
+def served(genome: Path, work: Path, env: dict, backend: str, jobs: dict) -> dict[str, float]:
+    """Each of ``jobs``' second run through ``seqsift serve`` (the server started and warmed beforehand)."""
     socket = Path(tempfile.mkdtemp(prefix="seqsift-bench-")) / "server.sock"
     served_env = dict(env, SEQSIFT_SERVER_SOCKET=str(socket))
     server = subprocess.Popen([sys.executable, "-m", "seqsift", "serve", "--backend", backend], env=served_env,
@@ -121,7 +122,7 @@ def served(genome: Path, work: Path, env: dict, backend: str) -> dict[str, float
         raise SystemExit(f"seqsift serve did not start: {server.stderr.read()[-2000:]}")
     walls = {}
     try:
-        for name, argv in JOBS.items():
+        for name, argv in jobs.items():
             command = [sys.executable, "-m", "seqsift", *argv(work, genome, work), "--backend", backend,
                        "--no-progress"]
             for run in ("first", "second"):
@@ -174,13 +175,14 @@ def main() -> None:
         cache = work / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         env = dict(os.environ, SEQSIFT_CACHE=str(cache), SEQSIFT_BENCH_STAGES=str(work / "stages.json"))
-        for name, argv in (JOBS | MORE_JOBS if args.jobs == "all" else JOBS).items():
+        jobs = JOBS | MORE_JOBS if args.jobs == "all" else JOBS
+        label = SHAPES[shape]
+        if shape == "records" and args.million != 1_000_000:
+            label = f"e2e-records-{args.million}"
+        for name, argv in jobs.items():
             first = run_cli([*argv(work, genome, work), *common], env)
             second = run_cli([*argv(work, genome, work), *common], env)
             second["plain_wall_s"] = min(plain_wall([*argv(work, genome, work), *common], env) for _ in range(2))
-            label = SHAPES[shape]
-            if shape == "records" and args.million != 1_000_000:
-                label = f"e2e-records-{args.million}"
             workload = f"{name} on {genome.stat().st_size / 1e9:.2f} GB {shape} genome ({args.gbp} Gbp), second run"
             records.append(job_record(f"{label}-{name}", workload, second, args.backend))
             records.append(job_record(f"{label}-{name}-first", workload.replace("second", "first"), first,
@@ -189,11 +191,11 @@ def main() -> None:
                   f"(plain {second['plain_wall_s']:.2f} s; first kernel ended at "
                   f"{_seconds(second['first_kernel_s'])}), "
                   f"{int(second['stages'].get('kernel_calls', 0))} kernel calls", flush=True)
+        for name, wall in served(genome, work, env, args.backend, jobs).items():
+            records.append(job_record(f"{label}-{name}-served", f"{name}, {shape} genome, through seqsift serve",
+                                      {"wall_s": wall}, args.backend))
+            print(f"{label}-{name}-served: {wall:.2f} s", flush=True)
         if shape == "hg38":
-            for name, wall in served(genome, work, env, args.backend).items():
-                records.append(job_record(f"e2e-hg38-{name}-served", f"{name}, hg38-shaped, through seqsift serve",
-                                          {"wall_s": wall}, args.backend))
-                print(f"e2e-hg38-{name}-served: {wall:.2f} s", flush=True)
             result = run_cli([*JOBS["edit-312x23"](work, genome, work), *common], fresh_machine(env))
             result["plain_wall_s"] = plain_wall([*JOBS["edit-312x23"](work, genome, work), *common],
                                                 fresh_machine(env))
