@@ -772,38 +772,42 @@ def names_and_headers(texts: list[bytes], header_errors: str) -> tuple[TextList,
     return TextList.of(names), TextList.of(headers)
 
 
-def _names_of(parts: list[_Lines], header_errors: str) -> tuple[TextList, TextList | None, np.ndarray | None]:
-    """The records' names, header lines and names' hashes (or None): the blocks' own (ASCII headers,
-    each with a name) joined, else :func:`names_and_headers` over all the header lines at once.
-    Where the blocks found the names and a header has a description, the header lines are None here:
-    :func:`_block_headers` joins them (on another thread, beside these)."""
-    with_headers = [part for part in parts if part.header.any()]
-    if not with_headers or any(part.names is None for part in with_headers):
+def _blocks_named(with_headers: list[_Lines]) -> bool:
+    """Whether the blocks that hold headers found their records' names (ASCII headers, each with a name)."""
+    return bool(with_headers) and all(part.names is not None for part in with_headers)
+
+
+def _headers_apart(with_headers: list[_Lines]) -> bool:
+    """Whether the whole header lines are joined apart from the names (:func:`_block_headers`): where the
+    blocks found the names and some header has a description (a header line that is not its name)."""
+    return _blocks_named(with_headers) and not all(part.names[0] is part.names[1] for part in with_headers)
+
+
+def _names_of(with_headers: list[_Lines], header_errors: str) -> tuple[TextList, TextList | None, np.ndarray | None]:
+    """The records' names, header lines and names' hashes (or None) of the blocks that hold headers: the
+    blocks' own joined, else :func:`names_and_headers` over all the header lines at once. The header
+    lines are None where :func:`_headers_apart`: :func:`_block_headers` joins them (on another thread,
+    beside these)."""
+    if not _blocks_named(with_headers):
         return *names_and_headers([part.header_text for part in with_headers], header_errors), None
     names = TextList.concatenate(part.names[0] for part in with_headers)
     hashes = [part.name_hashes for part in with_headers]
     hashes = np.concatenate(hashes) if all(h is not None for h in hashes) else None
-    if all(part.names[0] is part.names[1] for part in with_headers):   # no header has a description
-        return names, names, hashes
-    return names, None, hashes
+    return names, None if _headers_apart(with_headers) else names, hashes
 
 
-def _block_headers(parts: list[_Lines]) -> TextList | None:
-    """The whole header lines, joined from the blocks' where every block found its names and a header
-    has a description (10^6 headers with descriptions are 40 MB: 0.02-0.04 s to join); else None."""
-    with_headers = [part for part in parts if part.header.any()]
-    if (not with_headers or any(part.names is None for part in with_headers)
-            or all(part.names[0] is part.names[1] for part in with_headers)):
-        return None
+def _block_headers(with_headers: list[_Lines]) -> TextList:
+    """The whole header lines, joined from the blocks' (where :func:`_headers_apart`; 10^6 headers with
+    descriptions are 40 MB: 0.02-0.04 s to join)."""
     return TextList.concatenate(part.names[1] for part in with_headers)
 
 
-def _names_checked(parts: list[_Lines], header_errors: str,
+def _names_checked(with_headers: list[_Lines], header_errors: str,
                    find_duplicates: bool) -> tuple[TextList, TextList | None, np.ndarray | None, bool | None]:
     """:func:`_names_of`, and (``find_duplicates``; else None) whether the names are distinct
     (:meth:`TextList.all_distinct`: the blocks' hashes sorted), on a thread of its own beside the layout
     (for 10^6 records the sort is 0.01-0.05 s that the duplicate check no longer takes after it)."""
-    names, headers, hashes = _names_of(parts, header_errors)
+    names, headers, hashes = _names_of(with_headers, header_errors)
     return names, headers, hashes, names.all_distinct(hashes) if find_duplicates else None
 
 
@@ -875,10 +879,13 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
         return empty
     # The names, and apart the header lines, are joined on the pool while this thread joins the runs
     # and the parts are laid out.
+    with_headers = [part for part in parts if part.header.any()]
+    headers_apart = _headers_apart(with_headers)
     names_found = headers_found = None
     if pool is not None:
-        names_found = pool.submit(_names_checked, parts, header_errors, find_duplicates)
-        headers_found = pool.submit(_block_headers, parts)
+        names_found = pool.submit(_names_checked, with_headers, header_errors, find_duplicates)
+        if headers_apart:
+            headers_found = pool.submit(_block_headers, with_headers)
     runs = _join_lines(parts, pool, threads)
     total_bytes = int(runs.bytes.sum())
     heads = np.flatnonzero(runs.header)
@@ -918,9 +925,9 @@ def _layout(parts: list[_Lines], require_regular: bool = True, header_errors: st
                  in zip(first_runs, run_stops, lines_before, bytes_before, record_ranges)]
     bad = [found for found in _on_threads(lay_out, arguments, pool, threads) if found is not None]
     names, headers, name_hashes, distinct = (names_found.result() if names_found is not None
-                                             else _names_checked(parts, header_errors, find_duplicates))
-    if headers is None:
-        headers = headers_found.result() if headers_found is not None else _block_headers(parts)
+                                             else _names_checked(with_headers, header_errors, find_duplicates))
+    if headers_apart:
+        headers = headers_found.result() if headers_found is not None else _block_headers(with_headers)
     described = headers != names
     if bad and require_regular:
         line, record = min(bad)
