@@ -50,6 +50,36 @@ import numpy as np
 _CHILD = r"""
 import os, pickle, resource, sys, time
 path, what = sys.argv[1], sys.argv[2]
+
+
+def past_page_cache(target, flags, size, move):
+    # Seconds to move ``size`` bytes (rounded up to 1 MiB) between ``target`` and memory past the page
+    # cache (O_DIRECT), 64 MiB at a time by ``move`` (os.preadv or os.pwritev; a write ends with fsync);
+    # NaN on a file system without O_DIRECT (tmpfs): no disk to measure.
+    import mmap
+    rounded = max(1 << 20, (size + (1 << 20) - 1) & ~((1 << 20) - 1))
+    buffer = mmap.mmap(-1, rounded)   # page-aligned, as O_DIRECT wants
+    buffer.write(b"ACGT" * (rounded // 4))
+    try:
+        fd = os.open(target, flags | os.O_DIRECT, 0o600)
+    except OSError:
+        return float("nan")
+    writing = move is os.pwritev
+    stop = rounded if writing else size   # (O_DIRECT writes whole blocks; a read ends at the file's end)
+    began = time.perf_counter()
+    done = 0
+    while done < stop:
+        moved = move(fd, [memoryview(buffer)[done:done + (64 << 20)]], done)
+        if not moved:
+            break
+        done += moved
+    if writing:
+        os.fsync(fd)
+    seconds = time.perf_counter() - began
+    os.close(fd)
+    return seconds
+
+
 if what == "read":
     size = os.path.getsize(path)
     buffer = bytearray(size)
@@ -58,43 +88,12 @@ if what == "read":
         f.readinto(buffer)
     print(time.perf_counter() - began)
 elif what == "disk read":
-    import mmap
-    size = os.path.getsize(path)
-    buffer = mmap.mmap(-1, (size + (1 << 20) - 1) & ~((1 << 20) - 1))   # page-aligned, as O_DIRECT wants
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    except OSError:   # a file system without O_DIRECT (tmpfs): no disk to read from
-        print("nan")
-        sys.exit(0)
-    began = time.perf_counter()
-    done = 0
-    while done < size:
-        got = os.preadv(fd, [memoryview(buffer)[done:done + (64 << 20)]], done)
-        if not got:
-            break
-        done += got
-    print(time.perf_counter() - began)
-    os.close(fd)
+    print(past_page_cache(path, os.O_RDONLY, os.path.getsize(path), os.preadv))
 elif what == "disk write":
-    import mmap
-    size = int(sys.argv[3])   # the bytes a first open wrote: the genome cache and the .fai
-    rounded = max(1 << 20, (size + (1 << 20) - 1) & ~((1 << 20) - 1))
-    buffer = mmap.mmap(-1, rounded)   # page-aligned, as O_DIRECT wants
-    buffer.write(b"ACGT" * (rounded // 4))
-    target = path + ".disk-write"
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
-    except OSError:
-        print("nan")
-        sys.exit(0)
-    began = time.perf_counter()
-    done = 0
-    while done < rounded:
-        done += os.pwritev(fd, [memoryview(buffer)[done:done + (64 << 20)]], done)
-    os.fsync(fd)
-    print(time.perf_counter() - began)
-    os.close(fd)
-    os.unlink(target)
+    target = path + ".disk-write"   # as many bytes as a first open wrote: the genome cache and the .fai
+    print(past_page_cache(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, int(sys.argv[3]), os.pwritev))
+    if os.path.exists(target):
+        os.unlink(target)
 elif what == "native build":
     import shutil
     from seqsift.cache import NATIVE_FOLDER, cache_directory
